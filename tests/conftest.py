@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The read-only data folder beside the checkout; SPARSERL_SHARED_DATA overrides it
+# (the GPU machine gets a copy carried inside the working tree).
+SHARED_DATA = Path(
+    os.environ.get("SPARSERL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
 
 
 def gpu_available() -> bool:

@@ -1,0 +1,243 @@
+"""Host-side conversion of a CSR matrix into each storage format of the kernel ABI.
+
+Each converter takes a canonical CSR matrix (float32 values, int32 indices, sorted,
+no duplicates) and returns a `FormatData`: the device arrays in the entry kernel's
+argument order and the integer sizes its launch expressions may use. Everything is
+vectorised numpy. `convert` also times the conversion: that is the preprocessing
+cost a user pays once per matrix, reported next to the kernel time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparserl.abi import FORMATS, ABIError, bsr_block_shape, parse_format_params
+
+INDEX = np.int32
+VALUE = np.float32
+
+
+@dataclass
+class FormatData:
+    """A matrix in one ABI storage format.
+
+    arrays: name -> 1-D numpy array, in the entry kernel's argument order.
+    sizes: the scalars passed to the kernel (in order) plus `nnz` (and `nnzb` for bsr).
+    dense_rows: rows the dense input (x or B) is allocated with; equals n except for
+        bsr, where it is padded with zeros to a multiple of the block width.
+    seconds: host time the conversion took.
+    """
+
+    format: str
+    params: dict[str, str]
+    arrays: dict[str, np.ndarray]
+    sizes: dict[str, int]
+    dense_rows: int
+    seconds: float = 0.0
+
+    def scalar_args(self) -> list[int]:
+        """The entry kernel's trailing int arguments, in order (without N)."""
+        return [self.sizes[name] for name in FORMATS[self.format].scalars]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all format arrays together."""
+        return sum(array.nbytes for array in self.arrays.values())
+
+
+def canonical_csr(A) -> sp.csr_matrix:
+    """Return `A` as CSR with float32 values, int32 indices, sorted and without duplicates."""
+    A = sp.csr_matrix(A)
+    if not A.has_canonical_format:
+        A = A.copy()
+        A.sum_duplicates()
+    A.sort_indices()
+    return sp.csr_matrix(
+        (A.data.astype(VALUE), A.indices.astype(INDEX), A.indptr.astype(INDEX)), shape=A.shape
+    )
+
+
+def convert(A, format: str, params: str | dict[str, str] = "-") -> FormatData:
+    """Convert `A` (any scipy sparse matrix) into `format` with `params` ('k=v ...' or a dict)."""
+    if format not in _CONVERTERS:
+        raise ABIError(f"unknown format '{format}' (known: {', '.join(_CONVERTERS)})")
+    if isinstance(params, str):
+        params = parse_format_params(format, params)
+    start = time.perf_counter()
+    csr = canonical_csr(A)
+    data = _CONVERTERS[format](csr, params)
+    data.seconds = time.perf_counter() - start
+    return data
+
+
+def _sizes(csr: sp.csr_matrix, **extra: int) -> dict[str, int]:
+    m, n = csr.shape
+    return {"m": m, "n": n, "nnz": csr.nnz, **extra}
+
+
+def _row_lengths(csr: sp.csr_matrix) -> np.ndarray:
+    return np.diff(csr.indptr).astype(np.int64)
+
+
+def _to_csr(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices, "values": csr.data}
+    return FormatData("csr", params, arrays, _sizes(csr), csr.shape[1])
+
+
+def row_groups(row_ptr: np.ndarray, block_nnz: int) -> np.ndarray:
+    """First row of each group of consecutive rows holding at most `block_nnz` entries.
+
+    A row longer than `block_nnz` forms a group of its own. Returns an int32 array of
+    length n_groups + 1 whose last element is m. Greedy, and O(m) numpy after a loop
+    over groups (each step jumps a whole group with a binary search).
+    """
+    m = len(row_ptr) - 1
+    starts = [0]
+    row = 0
+    while row < m:
+        limit = row_ptr[row] + block_nnz
+        # Last row end that stays within the budget; at least one row per group.
+        end = max(int(np.searchsorted(row_ptr, limit, side="right")) - 1, row + 1)
+        row = min(end, m)
+        starts.append(row)
+    return np.asarray(starts, dtype=INDEX)
+
+
+def _to_csr_rowblocks(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    block_nnz = _positive_int(params, "block_nnz")
+    blocks = row_groups(csr.indptr, block_nnz)
+    arrays = {
+        "row_ptr": csr.indptr,
+        "col_idx": csr.indices,
+        "values": csr.data,
+        "row_blocks": blocks,
+    }
+    sizes = _sizes(csr, n_row_blocks=len(blocks) - 1)
+    return FormatData("csr_rowblocks", params, arrays, sizes, csr.shape[1])
+
+
+def _to_coo(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    rows = np.repeat(np.arange(csr.shape[0], dtype=INDEX), _row_lengths(csr))
+    arrays = {"row_idx": rows, "col_idx": csr.indices, "values": csr.data}
+    return FormatData("coo", params, arrays, _sizes(csr), csr.shape[1])
+
+
+def _slot_positions(csr: sp.csr_matrix) -> np.ndarray:
+    """Position of each stored entry inside its row (0, 1, 2, ... per row), int64."""
+    lengths = _row_lengths(csr)
+    return np.arange(csr.nnz, dtype=np.int64) - np.repeat(csr.indptr[:-1].astype(np.int64), lengths)
+
+
+def _to_ell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    m = csr.shape[0]
+    lengths = _row_lengths(csr)
+    width = int(lengths.max()) if m else 0
+    rows = np.repeat(np.arange(m, dtype=np.int64), lengths)
+    slots = _slot_positions(csr) * m + rows  # column-major: entry k of row r at k*m + r
+    col_idx = np.zeros(width * m, dtype=INDEX)
+    values = np.zeros(width * m, dtype=VALUE)
+    col_idx[slots] = csr.indices
+    values[slots] = csr.data
+    arrays = {"col_idx": col_idx, "values": values}
+    return FormatData("ell", params, arrays, _sizes(csr, width=width), csr.shape[1])
+
+
+def sell_row_order(lengths: np.ndarray, sigma: int) -> np.ndarray:
+    """Rows sorted by length, longest first, inside consecutive windows of `sigma` rows.
+
+    Stable, so rows of equal length keep their order. Returns int64 row indices.
+    """
+    m = len(lengths)
+    window = np.arange(m, dtype=np.int64) // sigma
+    return np.lexsort((np.arange(m), -lengths, window))
+
+
+def _to_sell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    chunk, sigma = _positive_int(params, "slice"), _positive_int(params, "sigma")
+    m = csr.shape[0]
+    lengths = _row_lengths(csr)
+    n_slices = -(-m // chunk)
+    order = sell_row_order(lengths, sigma)
+    row_perm = np.full(n_slices * chunk, -1, dtype=INDEX)
+    row_perm[:m] = order
+    lane_lengths = np.zeros(n_slices * chunk, dtype=np.int64)
+    lane_lengths[:m] = lengths[order]
+    widths = lane_lengths.reshape(n_slices, chunk).max(axis=1)
+    slice_ptr = np.zeros(n_slices + 1, dtype=np.int64)
+    np.cumsum(widths * chunk, out=slice_ptr[1:])
+    # Each entry goes to slice_ptr[s] + k*C + lane, where the row sits at position s*C + lane.
+    position_of_row = np.empty(m, dtype=np.int64)
+    position_of_row[order] = np.arange(m)
+    entry_row = np.repeat(np.arange(m, dtype=np.int64), lengths)
+    entry_position = position_of_row[entry_row]
+    slots = (
+        slice_ptr[entry_position // chunk] + _slot_positions(csr) * chunk + entry_position % chunk
+    )
+    total = int(slice_ptr[-1])
+    col_idx = np.zeros(total, dtype=INDEX)
+    values = np.zeros(total, dtype=VALUE)
+    col_idx[slots] = csr.indices
+    values[slots] = csr.data
+    arrays = {
+        "slice_ptr": slice_ptr.astype(INDEX),
+        "row_perm": row_perm,
+        "col_idx": col_idx,
+        "values": values,
+    }
+    return FormatData("sell", params, arrays, _sizes(csr, n_slices=n_slices), csr.shape[1])
+
+
+def _to_dia(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    m = csr.shape[0]
+    rows = np.repeat(np.arange(m, dtype=np.int64), _row_lengths(csr))
+    diagonal_of_entry = csr.indices.astype(np.int64) - rows
+    offsets, which = np.unique(diagonal_of_entry, return_inverse=True)
+    data = np.zeros(len(offsets) * m, dtype=VALUE)
+    data[which * m + rows] = csr.data
+    arrays = {"offsets": offsets.astype(INDEX), "data": data}
+    return FormatData("dia", params, arrays, _sizes(csr, n_diags=len(offsets)), csr.shape[1])
+
+
+def _to_bsr(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    block_rows, block_cols = bsr_block_shape(params)
+    m, n = csr.shape
+    padded = (-(-m // block_rows) * block_rows, -(-n // block_cols) * block_cols)
+    grown = sp.csr_matrix((csr.data, csr.indices, _pad_indptr(csr.indptr, padded[0])), shape=padded)
+    bsr = grown.tobsr(blocksize=(block_rows, block_cols))
+    bsr.sort_indices()
+    arrays = {
+        "block_row_ptr": bsr.indptr.astype(INDEX),
+        "block_col_idx": bsr.indices.astype(INDEX),
+        "values": np.ascontiguousarray(bsr.data, dtype=VALUE).ravel(),
+    }
+    sizes = _sizes(csr, n_block_rows=padded[0] // block_rows, nnzb=len(bsr.indices))
+    return FormatData("bsr", params, arrays, sizes, padded[1])
+
+
+def _pad_indptr(indptr: np.ndarray, rows: int) -> np.ndarray:
+    """Extend a row pointer with empty rows up to `rows` rows."""
+    extra = rows + 1 - len(indptr)
+    return np.concatenate([indptr, np.full(extra, indptr[-1], dtype=indptr.dtype)])
+
+
+def _positive_int(params: dict[str, str], key: str) -> int:
+    value = params[key]
+    if not value.isdigit() or int(value) < 1:
+        raise ABIError(f"format parameter {key}='{value}' must be a positive integer")
+    return int(value)
+
+
+_CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = {
+    "csr": _to_csr,
+    "csr_rowblocks": _to_csr_rowblocks,
+    "coo": _to_coo,
+    "ell": _to_ell,
+    "sell": _to_sell,
+    "dia": _to_dia,
+    "bsr": _to_bsr,
+}

@@ -1,0 +1,307 @@
+"""CSR SpMV families: scalar, vector, adaptive row blocks and merge path.
+
+- csr_scalar: one thread per row. Cheap and coalesced enough when rows are short and even.
+- csr_vector: a group of 2..32 lanes per row, reduced with warp shuffles. Pays when rows
+  hold tens of entries or more.
+- csr_rowblocks: CSR-adaptive (Greathouse & Daga, SC'14). One block per row group of
+  `csr_rowblocks`: short-row groups stage their products in shared memory and each thread
+  sums a row from there; a long row gets the whole block and a block-wide reduction.
+- csr_merge: merge-path (Merrill & Garland, SC'16). Every thread takes an equal share of
+  the m + nnz "row ends and entries", so skewed row lengths cannot unbalance the work.
+"""
+
+from __future__ import annotations
+
+from sparserl.kernels.family import KernelFamily, MatrixConstants
+from sparserl.kernels.render import (
+    WARP_CONSTANTS,
+    csr_row_extent,
+    entry_signature,
+    fill,
+    header,
+    kernel,
+    shuffle_fold,
+    size_bindings,
+    unroll_pragma,
+)
+
+ROWBLOCKS_BLOCK_NNZ = 1024  # the csr_rowblocks format parameter: entries per row group
+
+
+def render_csr_scalar(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size = params["block_size"]
+    body = fill(
+        """
+        $sizes
+        const int row = blockIdx.x * kBlockSize + threadIdx.x;
+        if (row >= num_rows) return;
+        $extent
+        float sum = 0.0f;
+        $unroll
+        for (int k = row_start; k < row_end; ++k) {
+            sum += values[k] * __ldg(&x[col_idx[k]]);
+        }
+        y[row] = sum;
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m)),
+        extent=csr_row_extent("row", constants.fixed_row_length),
+        unroll=unroll_pragma(constants.fixed_row_length),
+    )
+    return kernel(
+        header=header(op="spmv", format="csr", grid=f"ceil_div(m, {block_size})", block=block_size),
+        strategy=CSR_SCALAR.strategy,
+        preamble=f"constexpr int kBlockSize = {block_size};  // threads per block, one row each",
+        signature=entry_signature("spmv", "csr", block_size),
+        body=body,
+    )
+
+
+def render_csr_vector(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size, lanes = params["block_size"], params["threads_per_row"]
+    rows_per_block = block_size // lanes
+    body = fill(
+        """
+        $sizes
+        const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
+        const int lane = threadIdx.x % kThreadsPerRow;
+        float sum = 0.0f;
+        if (row < num_rows) {
+            $extent
+            for (int k = row_start + lane; k < row_end; k += kThreadsPerRow) {
+                sum += values[k] * __ldg(&x[col_idx[k]]);
+            }
+        }
+        // Lanes past the last row hold 0 and still shuffle: every lane must take part.
+        $fold
+        if (lane == 0 && row < num_rows) y[row] = sum;
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m)),
+        extent=csr_row_extent("row", constants.fixed_row_length),
+        fold=shuffle_fold(["sum"], "kThreadsPerRow / 2", "1"),
+    )
+    preamble = fill(
+        """
+        $warp
+        constexpr int kThreadsPerRow = $lanes;  // lanes sharing one row
+        constexpr int kRowsPerBlock = $rows;  // $block_size threads per block
+        static_assert(kWarpSize % kThreadsPerRow == 0, "a row's lanes must not straddle warps");
+        """,
+        warp=WARP_CONSTANTS,
+        lanes=lanes,
+        rows=rows_per_block,
+        block_size=block_size,
+    )
+    return kernel(
+        header=header(
+            op="spmv", format="csr", grid=f"ceil_div(m, {rows_per_block})", block=block_size
+        ),
+        strategy=CSR_VECTOR.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmv", "csr", block_size),
+        body=body,
+    )
+
+
+def render_csr_rowblocks(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size = params["block_size"]
+    preamble = fill(
+        """
+        $warp
+        constexpr int kBlockSize = $block_size;
+        constexpr int kWarpsPerBlock = kBlockSize / kWarpSize;
+        constexpr int kBlockNnz = $block_nnz;  // the format's block_nnz: entries per row group
+
+        // Sum of `value` over the whole block; the total is valid in thread 0.
+        // Every thread of the block must call it.
+        __device__ __forceinline__ float block_sum(float value, float* warp_totals)
+        {
+            $fold
+            const int lane = threadIdx.x % kWarpSize;
+            const int warp = threadIdx.x / kWarpSize;
+            if (lane == 0) warp_totals[warp] = value;
+            __syncthreads();
+            value = lane < kWarpsPerBlock ? warp_totals[lane] : 0.0f;
+            if (warp == 0) {
+                $fold
+            }
+            return value;
+        }
+        """,
+        warp=WARP_CONSTANTS,
+        block_size=block_size,
+        block_nnz=ROWBLOCKS_BLOCK_NNZ,
+        fold=shuffle_fold(["value"], "kWarpSize / 2", "1"),
+    )
+    body = """\
+__shared__ float products[kBlockNnz];
+__shared__ float warp_totals[kWarpsPerBlock];
+const int first_row = row_blocks[blockIdx.x];
+const int end_row = row_blocks[blockIdx.x + 1];
+const int group_start = row_ptr[first_row];
+const int group_end = row_ptr[end_row];
+
+if (end_row - first_row > 1) {
+    // Several short rows, at most kBlockNnz entries in all: compute every product once,
+    // coalesced, into shared memory; then each thread sums one row from there.
+    for (int k = group_start + threadIdx.x; k < group_end; k += kBlockSize) {
+        products[k - group_start] = values[k] * __ldg(&x[col_idx[k]]);
+    }
+    __syncthreads();
+    for (int row = first_row + threadIdx.x; row < end_row; row += kBlockSize) {
+        float sum = 0.0f;
+        for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) {
+            sum += products[k - group_start];
+        }
+        y[row] = sum;
+    }
+} else {
+    // One row, possibly very long: the whole block strides over it and reduces.
+    float sum = 0.0f;
+    for (int k = group_start + threadIdx.x; k < group_end; k += kBlockSize) {
+        sum += values[k] * __ldg(&x[col_idx[k]]);
+    }
+    sum = block_sum(sum, warp_totals);
+    if (threadIdx.x == 0) y[first_row] = sum;
+}"""
+    return kernel(
+        header=header(
+            op="spmv",
+            format="csr_rowblocks",
+            params=CSR_ROWBLOCKS.params,
+            grid="n_row_blocks",
+            block=block_size,
+        ),
+        strategy=CSR_ROWBLOCKS.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmv", "csr_rowblocks", block_size),
+        body=body,
+    )
+
+
+def render_csr_merge(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size, items = params["block_size"], params["items_per_thread"]
+    preamble = fill(
+        """
+        constexpr int kBlockSize = $block_size;
+        constexpr int kItemsPerThread = $items;  // merge items (row ends + entries) per thread
+        """,
+        block_size=block_size,
+        items=items,
+    )
+    body = fill(
+        """
+        $sizes
+        // The merge path walks two sorted lists: row ends row_ptr[1..m] and entry indices
+        // 0..nnz-1. Thread t owns the path items [t * kItemsPerThread, ... + kItemsPerThread).
+        const int total_items = num_rows + num_nonzeros;
+        const int thread = blockIdx.x * kBlockSize + threadIdx.x;
+        const int first_item = min(thread * kItemsPerThread, total_items);
+        const int end_item = min(first_item + kItemsPerThread, total_items);
+        if (first_item >= end_item) return;
+
+        // Binary search along the diagonal first_item: `row` row ends and `entry` entries
+        // come before it. A row end comes before entry j when row_ptr[row + 1] <= j.
+        int low = max(first_item - num_nonzeros, 0);
+        int high = min(first_item, num_rows);
+        while (low < high) {
+            const int pivot = (low + high) / 2;
+            if (row_ptr[pivot + 1] <= first_item - pivot - 1) {
+                low = pivot + 1;
+            } else {
+                high = pivot;
+            }
+        }
+        int row = low;
+        int entry = first_item - low;
+
+        // A row that began before this thread's share is shared with an earlier thread, and
+        // so is the row still open at the end: those are added atomically (init: zero).
+        bool row_is_shared = row_ptr[row] < entry;
+        int open_row_first_entry = entry;
+        float sum = 0.0f;
+        for (int item = first_item; item < end_item; ++item) {
+            if (entry < row_ptr[row + 1]) {
+                sum += values[entry] * __ldg(&x[col_idx[entry]]);
+                ++entry;
+            } else {
+                if (row_is_shared) {
+                    atomicAdd(&y[row], sum);
+                } else {
+                    y[row] = sum;
+                }
+                row_is_shared = false;
+                sum = 0.0f;
+                ++row;
+                open_row_first_entry = entry;
+            }
+        }
+        if (row < num_rows && entry > open_row_first_entry) atomicAdd(&y[row], sum);
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m), ("num_nonzeros", "nnz", constants.nnz)),
+    )
+    return kernel(
+        header=header(
+            op="spmv",
+            format="csr",
+            grid=f"ceil_div(m + nnz, {block_size * items})",
+            block=block_size,
+            init="zero",
+        ),
+        strategy=CSR_MERGE.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmv", "csr", block_size),
+        body=body,
+    )
+
+
+CSR_SCALAR = KernelFamily(
+    name="csr_scalar",
+    op="spmv",
+    format="csr",
+    params="-",
+    space={"block_size": (128, 256)},
+    strategy="CSR scalar: one thread per row walks the row's entries. Pays for short, even "
+    "rows; a baked fixed row length removes the row pointer reads and unrolls the loop.",
+    renderer=render_csr_scalar,
+    bakes=("m", "fixed_row_length"),
+)
+
+CSR_VECTOR = KernelFamily(
+    name="csr_vector",
+    op="spmv",
+    format="csr",
+    params="-",
+    space={"threads_per_row": (2, 4, 8, 16, 32), "block_size": (128, 256)},
+    strategy="CSR vector: a group of lanes shares each row, strides over its entries "
+    "(coalesced) and reduces with __shfl_down_sync. Pays when rows hold about as many "
+    "entries as the group has lanes, or more.",
+    renderer=render_csr_vector,
+    bakes=("m", "fixed_row_length"),
+)
+
+CSR_ROWBLOCKS = KernelFamily(
+    name="csr_rowblocks",
+    op="spmv",
+    format="csr_rowblocks",
+    params=f"block_nnz={ROWBLOCKS_BLOCK_NNZ}",
+    space={"block_size": (128, 256, 512)},
+    strategy="CSR-adaptive: one block per row group. A group of short rows stages its "
+    "products in shared memory, then each thread sums one row; a long row alone in its "
+    "group is reduced by the whole block. Pays on mixed row lengths.",
+    renderer=render_csr_rowblocks,
+)
+
+CSR_MERGE = KernelFamily(
+    name="csr_merge",
+    op="spmv",
+    format="csr",
+    params="-",
+    space={"items_per_thread": (4, 8, 16), "block_size": (128, 256)},
+    strategy="Merge-path CSR: each thread takes an equal share of the m + nnz row ends and "
+    "entries, found by a binary search on row_ptr; rows cut by a share boundary are "
+    "finished with atomicAdd (output zeroed first). Pays on heavily skewed row lengths.",
+    renderer=render_csr_merge,
+    bakes=("m", "nnz"),
+)
+
+FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE)

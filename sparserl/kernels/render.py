@@ -1,0 +1,154 @@
+"""Shared emission helpers: the ABI header, the entry signature and small CUDA fragments.
+
+Kernel templates are `string.Template` texts, so CUDA's braces stay as they are and
+`$name` marks a hole. A hole alone on its line gives its indentation to every line
+of the fragment it receives (and an empty fragment removes the line), so multi-line
+fragments nest cleanly inside loops and branches.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from string import Template
+
+from sparserl.abi import ENTRY_NAME, entry_parameter_names, entry_parameter_types
+
+WARP_SIZE = 32
+FULL_UNROLL_LIMIT = 32  # a loop with a baked trip count up to this is unrolled completely
+PARTIAL_UNROLL = 4  # unroll factor for longer loops with a baked trip count
+
+WARP_CONSTANTS = """\
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullWarpMask = 0xffffffffu;  // every lane of the warp takes part"""
+
+_LONE_HOLE = re.compile(r"(\s*)\$(\w+)\s*")
+
+
+def fill(template: str, **holes: object) -> str:
+    """Dedent `template` and substitute its `$holes` (a missing hole raises KeyError)."""
+    lines: list[str] = []
+    for line in textwrap.dedent(template).strip("\n").split("\n"):
+        lone = _LONE_HOLE.fullmatch(line)
+        if lone is None:
+            lines.append(Template(line).substitute(holes))
+            continue
+        indent, name = lone.groups()
+        fragment = str(holes[name])
+        lines.extend(indent + part if part else "" for part in fragment.split("\n") if fragment)
+    return "\n".join(lines)
+
+
+def header(
+    *,
+    op: str,
+    format: str,
+    grid: str,
+    block: int,
+    params: str = "-",
+    shared: str = "0",
+    init: str = "none",
+) -> str:
+    """The `/*@sparserl ... */` block of docs/kernel_abi.md with every key spelled out."""
+    return "\n".join(
+        [
+            "/*@sparserl",
+            f"op: {op}",
+            f"format: {format}",
+            f"params: {params}",
+            f"grid: {grid}",
+            f"block: {block}",
+            f"shared: {shared}",
+            f"init: {init}",
+            "*/",
+        ]
+    )
+
+
+def entry_signature(op: str, format: str, block_size: int) -> str:
+    """`extern "C" __global__ void sparserl_kernel(...)` with the ABI's types, in order.
+
+    Pointers get `__restrict__` (the buffers never alias), and `__launch_bounds__`
+    tells the register allocator the block size the header launches with.
+    """
+    types = entry_parameter_types(op, format)
+    names = entry_parameter_names(op, format)
+    parameters = [
+        f"{ctype} __restrict__ {name}" if ctype.endswith("*") else f"{ctype} {name}"
+        for ctype, name in zip(types, names, strict=True)
+    ]
+    joined = ",\n    ".join(parameters)
+    return (
+        f'extern "C" __global__ void __launch_bounds__({block_size}) {ENTRY_NAME}(\n    {joined})'
+    )
+
+
+def kernel(*, header: str, strategy: str, signature: str, body: str, preamble: str = "") -> str:
+    """Assemble a complete source: header, strategy comment, file-scope code, entry kernel."""
+    comment = "\n".join("// " + line for line in textwrap.wrap(strategy, 92))
+    entry = f"{signature}\n{{\n{textwrap.indent(body, '    ')}\n}}"
+    return "\n\n".join(part for part in (header, comment, preamble, entry) if part) + "\n"
+
+
+def size_bindings(*bindings: tuple[str, str, int | None]) -> str:
+    """Declare local sizes as (local name, ABI scalar, baked value or None).
+
+    A baked value becomes a `constexpr` the compiler folds into the code; otherwise
+    the local copies the launch argument, so the body reads the same either way.
+    """
+    lines = []
+    for local, scalar, baked in bindings:
+        if baked is None:
+            lines.append(f"const int {local} = {scalar};")
+        else:
+            lines.append(f"constexpr int {local} = {baked};  // baked for this matrix ({scalar})")
+    return "\n".join(lines)
+
+
+def unroll_pragma(trip_count: int | None) -> str:
+    """`#pragma unroll` for a loop with a baked trip count; nothing when it is not known."""
+    if trip_count is None:
+        return ""
+    if trip_count <= FULL_UNROLL_LIMIT:
+        return "#pragma unroll"
+    return f"#pragma unroll {PARTIAL_UNROLL}"
+
+
+def csr_row_extent(row: str, fixed_row_length: int | None) -> str:
+    """Declare `row_start` and `row_end`, the entries of CSR row `row`.
+
+    With a baked fixed row length the extent is computed, and `row_ptr` is never read.
+    """
+    if fixed_row_length is None:
+        return f"const int row_start = row_ptr[{row}];\nconst int row_end = row_ptr[{row} + 1];"
+    return fill(
+        """
+        constexpr int kRowLength = $length;  // baked: every row stores exactly $length entries
+        const int row_start = $row * kRowLength;
+        const int row_end = row_start + kRowLength;
+        """,
+        length=fixed_row_length,
+        row=row,
+    )
+
+
+def shuffle_fold(variables: list[str], highest_offset: str, lowest_offset: str) -> str:
+    """Add lane `l + offset` into lane `l` for offset = highest, highest/2, ..., lowest.
+
+    After the loop the lowest `lowest_offset` lanes of each group of `2*highest_offset`
+    lanes hold the group's totals. Every lane of the warp must execute it.
+    """
+    adds = "\n".join(
+        f"{name} += __shfl_down_sync(kFullWarpMask, {name}, offset);" for name in variables
+    )
+    return fill(
+        """
+        #pragma unroll
+        for (int offset = $highest; offset >= $lowest; offset /= 2) {
+            $adds
+        }
+        """,
+        highest=highest_offset,
+        lowest=lowest_offset,
+        adds=adds,
+    )

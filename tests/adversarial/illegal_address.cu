@@ -1,0 +1,12 @@
+// expect: runtime_error
+/*@sparserl
+op: spmv
+format: csr
+grid: ceil_div(m, 128)
+block: 128
+*/
+extern "C" __global__ void sparserl_kernel(const int* row_ptr, const int* col_idx, const float* values,
+                                           const float* x, float* y, int m, int n, int nnz) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < m) y[row + (1 << 30)] = 1.0f;
+}

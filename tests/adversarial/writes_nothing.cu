@@ -1,0 +1,11 @@
+// expect: wrong_result
+/*@sparserl
+op: spmv
+format: csr
+grid: ceil_div(m, 128)
+block: 128
+*/
+extern "C" __global__ void sparserl_kernel(const int* row_ptr, const int* col_idx, const float* values,
+                                           const float* x, float* y, int m, int n, int nnz) {
+    // Returns without touching y: the NaN poison must be noticed.
+}

@@ -1,0 +1,148 @@
+"""Format conversions checked against scipy: each layout is multiplied by an independent
+numpy reading of docs/kernel_abi.md and must give scipy's A @ x."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparserl.abi import FORMATS, ABIError
+from sparserl.formats import convert, row_groups
+
+
+def random_matrix(m, n, density, seed, long_rows=0):
+    rng = np.random.default_rng(seed)
+    A = sp.random(m, n, density=density, format="lil", random_state=rng, dtype=np.float32)
+    for r in rng.choice(m, size=long_rows, replace=False):
+        A[r, :] = rng.standard_normal(n).astype(np.float32)
+    return sp.csr_matrix(A)
+
+
+def multiply_csr(d, x):
+    a = d.arrays
+    y = np.zeros(d.sizes["m"])
+    for r in range(d.sizes["m"]):
+        s, e = a["row_ptr"][r], a["row_ptr"][r + 1]
+        y[r] = np.dot(a["values"][s:e], x[a["col_idx"][s:e]])
+    return y
+
+
+def multiply_coo(d, x):
+    a = d.arrays
+    y = np.zeros(d.sizes["m"])
+    np.add.at(y, a["row_idx"], a["values"] * x[a["col_idx"]])
+    return y
+
+
+def multiply_ell(d, x):
+    m, width = d.sizes["m"], d.sizes["width"]
+    cols = d.arrays["col_idx"].reshape(width, m)
+    vals = d.arrays["values"].reshape(width, m)
+    return (vals * x[cols]).sum(axis=0)
+
+
+def multiply_sell(d, x):
+    a, chunk = d.arrays, int(d.params["slice"])
+    y = np.zeros(d.sizes["m"])
+    for s in range(d.sizes["n_slices"]):
+        start, end = a["slice_ptr"][s], a["slice_ptr"][s + 1]
+        width = (end - start) // chunk
+        for lane in range(chunk):
+            row = a["row_perm"][s * chunk + lane]
+            slots = start + np.arange(width) * chunk + lane
+            if row >= 0:
+                y[row] = np.dot(a["values"][slots], x[a["col_idx"][slots]])
+            else:
+                assert not a["values"][slots].any()
+    return y
+
+
+def multiply_dia(d, x):
+    m, n = d.sizes["m"], d.sizes["n"]
+    y = np.zeros(m)
+    for k, offset in enumerate(d.arrays["offsets"]):
+        for r in range(m):
+            c = r + offset
+            value = d.arrays["data"][k * m + r]
+            if 0 <= c < n:
+                y[r] += value * x[c]
+            else:
+                assert value == 0
+    return y
+
+
+def multiply_bsr(d, x):
+    a = d.arrays
+    br, bc = (int(v) for v in d.params["block"].split("x"))
+    xp = np.zeros(d.dense_rows)
+    xp[: len(x)] = x
+    y = np.zeros(d.sizes["n_block_rows"] * br)
+    blocks = a["values"].reshape(-1, br, bc)
+    for i in range(d.sizes["n_block_rows"]):
+        for k in range(a["block_row_ptr"][i], a["block_row_ptr"][i + 1]):
+            j = a["block_col_idx"][k]
+            y[i * br : (i + 1) * br] += blocks[k] @ xp[j * bc : (j + 1) * bc]
+    return y[: d.sizes["m"]]
+
+
+MULTIPLY = {
+    ("csr", "-"): multiply_csr,
+    ("csr_rowblocks", "block_nnz=64"): multiply_csr,
+    ("coo", "-"): multiply_coo,
+    ("ell", "-"): multiply_ell,
+    ("sell", "slice=32 sigma=256"): multiply_sell,
+    ("sell", "slice=4 sigma=8"): multiply_sell,
+    ("dia", "-"): multiply_dia,
+    ("bsr", "block=4x4"): multiply_bsr,
+    ("bsr", "block=2x3"): multiply_bsr,
+}
+
+MATRICES = {
+    "square": lambda: random_matrix(67, 67, 0.05, 0),
+    "wide_with_long_rows": lambda: random_matrix(45, 130, 0.03, 1, long_rows=2),
+    "tall_with_empty_rows": lambda: random_matrix(150, 37, 0.01, 2),
+    "banded": lambda: sp.diags([1.0, -2.0, 3.0], [-1, 0, 2], shape=(50, 53), format="csr"),
+}
+
+
+@pytest.mark.parametrize("matrix", MATRICES)
+@pytest.mark.parametrize("format_and_params", MULTIPLY)
+def test_layout_multiplies_like_scipy(matrix, format_and_params):
+    A = MATRICES[matrix]()
+    data = convert(A, *format_and_params)
+    x = np.random.default_rng(7).standard_normal(A.shape[1])
+    y = MULTIPLY[format_and_params](data, x)
+    np.testing.assert_allclose(y, A @ x, rtol=1e-5, atol=1e-5)
+    assert list(data.arrays) == [name for _, name in FORMATS[data.format].arrays]
+    for array in data.arrays.values():
+        assert array.dtype in (np.int32, np.float32)
+
+
+def test_shared_matrix_formats(shared_data):
+    from sparserl.io import load_matrix
+
+    A = load_matrix(shared_data / "suitesparse" / "HB__bcsstk01.mtx.gz")
+    x = np.random.default_rng(3).standard_normal(A.shape[1])
+    for fmt, params in [("sell", "slice=32 sigma=256"), ("ell", "-"), ("bsr", "block=4x4")]:
+        data = convert(A, fmt, params)
+        np.testing.assert_allclose(MULTIPLY[(fmt, params)](data, x), A @ x, rtol=1e-4, atol=1e-4)
+    assert convert(A, "csr").seconds >= 0
+
+
+def test_row_groups_respect_budget():
+    lengths = np.array([3, 5, 100, 1, 1, 1, 0, 60, 2])
+    row_ptr = np.concatenate([[0], np.cumsum(lengths)])
+    groups = row_groups(row_ptr, 10)
+    assert groups[0] == 0 and groups[-1] == len(lengths)
+    for start, end in zip(groups[:-1], groups[1:]):
+        assert end > start
+        assert row_ptr[end] - row_ptr[start] <= 10 or end - start == 1
+
+
+def test_bad_params_are_rejected():
+    A = random_matrix(10, 10, 0.2, 0)
+    with pytest.raises(ABIError, match="no parameter 'width'"):
+        convert(A, "sell", "width=4")
+    with pytest.raises(ABIError, match="4x4"):
+        convert(A, "bsr", "block=4by4")
+    with pytest.raises(ABIError, match="unknown format"):
+        convert(A, "hyb")

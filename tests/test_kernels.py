@@ -1,0 +1,224 @@
+"""The expert kernel families: ABI conformance, nvcc compiles, ids, pruning, baked constants.
+
+Compiles use the real nvcc (`sparserl.harness.compile_check`); the GPU test runs every
+variant through the real harness against scipy's float64 product.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparserl.abi import SPMM_WIDTHS, check_entry_signature, parse_format_params, parse_header
+from sparserl.features import matrix_features
+from sparserl.formats import convert
+from sparserl.harness import compile_check
+from sparserl.io import load_matrix
+from sparserl.kernels import (
+    FAMILIES,
+    KernelVariant,
+    MatrixConstants,
+    all_variant_sources,
+    all_variants,
+    example_matrix,
+    variants,
+)
+
+ALL_VARIANTS = all_variants()
+COMPILE_THREADS = 2  # the CI machine has two cores
+
+
+def skewed_matrix(seed: int = 0) -> sp.csr_matrix:
+    """1500 x 1300 with power-law row lengths, empty rows and one full row (1300 > 1024
+    entries, so csr_rowblocks sees both its single-row and multi-row groups)."""
+    rng = np.random.default_rng(seed)
+    m, n = 1500, 1300
+    lengths = np.minimum(rng.zipf(1.8, m) - 1, n)
+    lengths[::7] = 0
+    lengths[100] = n
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.concatenate([rng.choice(n, size=k, replace=False) for k in lengths])
+    return sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
+
+
+def banded_matrix(m: int = 1001, offsets=(-9, -1, 0, 1, 2, 9)) -> sp.csr_matrix:
+    """A square band matrix with a few diagonals, m not a multiple of any block size."""
+    return sp.diags([np.full(m, 1.0 + k) for k in range(len(offsets))], offsets, (m, m)).tocsr()
+
+
+def block_matrix(seed: int = 1) -> sp.csr_matrix:
+    """Dense 4x4 blocks scattered over a 1002 x 998 matrix (both not multiples of 4)."""
+    rng = np.random.default_rng(seed)
+    pattern = sp.random(251, 250, density=0.02, random_state=rng, format="csr")
+    dense_block = np.ones((4, 4))
+    return sp.csr_matrix(sp.kron(pattern, dense_block))[:1002, :998]
+
+
+def compile_all(sources: list[str]):
+    with ThreadPoolExecutor(COMPILE_THREADS) as pool:
+        return list(pool.map(compile_check, sources))
+
+
+def assert_compiles_clean(variants_to_compile: list[KernelVariant]) -> None:
+    results = compile_all([variant.source() for variant in variants_to_compile])
+    for variant, result in zip(variants_to_compile, results, strict=True):
+        assert result.ok, f"{variant.variant_id}:\n{result.log}"
+        assert not result.diagnostics, f"{variant.variant_id}: {result.diagnostics}"
+        kernel = result.resources["sparserl_kernel"]
+        assert kernel.spill_store_bytes == 0 and kernel.spill_load_bytes == 0, variant.variant_id
+        assert kernel.local_bytes == 0, f"{variant.variant_id} uses a stack frame"
+
+
+# ------------------------------------------------------------------ ABI conformance
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS, ids=lambda v: v.variant_id)
+def test_header_and_signature_follow_the_abi(variant: KernelVariant):
+    source = variant.source()
+    family = variant.kernel_family
+    header = parse_header(source)
+    check_entry_signature(source, header.op, header.format)
+    assert (header.op, header.format) == (family.op, family.format)
+    assert header.params == parse_format_params(family.format, family.params)
+    # The geometry evaluates for a real matrix converted the way the harness does it.
+    data = convert(skewed_matrix(), header.format, header.params)
+    sizes = dict(data.sizes, N=variant.params.get("N", 1))
+    launch = header.launch(sizes)
+    expected_block = variant.params.get("block_size") or 32 * variant.params["warps_per_block"]
+    assert launch.block == expected_block
+
+
+def test_variant_ids_are_unique_and_rerender_identically():
+    ids = [variant.variant_id for variant in ALL_VARIANTS]
+    assert len(set(ids)) == len(ids)
+    for variant in ALL_VARIANTS:
+        again = KernelVariant.from_dict(variant.to_dict())
+        assert again.variant_id == variant.variant_id
+        assert again.source() == variant.source()
+    assert list(all_variant_sources()) == [variant.source() for variant in ALL_VARIANTS]
+
+
+def test_every_family_contributes_plain_and_baked_variants():
+    plain = {v.family for v in ALL_VARIANTS if v.constants is None}
+    baked = {v.family for v in ALL_VARIANTS if v.constants is not None}
+    assert plain == set(FAMILIES)
+    assert baked == {name for name, family in FAMILIES.items() if family.bakes}
+    n_plain = sum(len(list(family.parameter_grid())) for family in FAMILIES.values())
+    assert len(ALL_VARIANTS) == n_plain + len(baked)
+
+
+# ------------------------------------------------------------------ nvcc
+
+
+def representative_variants() -> list[KernelVariant]:
+    """Per family the last point of its grid (largest parameters), plus every baked one."""
+    last = {v.family: v for v in ALL_VARIANTS if v.constants is None}
+    return list(last.values()) + [v for v in ALL_VARIANTS if v.constants is not None]
+
+
+def test_representative_variants_compile_without_spills():
+    assert_compiles_clean(representative_variants())
+
+
+@pytest.mark.slow
+def test_every_variant_compiles_without_spills():
+    assert_compiles_clean(ALL_VARIANTS)
+
+
+# ------------------------------------------------------------------ selection and params
+
+
+def test_spmm_variants_are_selected_by_width():
+    for width in SPMM_WIDTHS:
+        chosen = variants("spmm", n_cols=width)
+        assert chosen and all(v.params["N"] == width for v in chosen)
+        assert {v.family for v in chosen} == {f.name for f in FAMILIES.values() if f.op == "spmm"}
+        assert all(f"constexpr int kN = {width};" in v.source() for v in chosen)
+    with pytest.raises(ValueError, match="N=48"):
+        variants("spmm", n_cols=48)
+    with pytest.raises(ValueError, match="only applies to op='spmm'"):
+        variants("spmv", n_cols=32)
+
+
+def test_applicability_prunes_by_structure():
+    scattered = {v.family for v in variants("spmv", features=matrix_features(skewed_matrix()))}
+    banded = {v.family for v in variants("spmv", features=matrix_features(banded_matrix()))}
+    blocks = {v.family for v in variants("spmv", features=matrix_features(block_matrix()))}
+    general = {"csr_scalar", "csr_vector", "csr_rowblocks", "csr_merge", "sell", "coo"}
+    assert scattered == general  # padding would blow up ELL and DIA; no dense blocks
+    assert banded >= general | {"ell", "dia"}
+    assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"}
+    with pytest.raises(KeyError, match="ell_fill"):
+        FAMILIES["ell"].applicable({"n_rows": 10})
+
+
+def test_off_grid_parameters_are_rejected_with_the_family_name():
+    with pytest.raises(ValueError, match="csr_vector.*threads_per_row=3"):
+        FAMILIES["csr_vector"].render({"threads_per_row": 3, "block_size": 128})
+    with pytest.raises(ValueError, match="missing \\['block_size'\\]"):
+        KernelVariant("csr_vector", {"threads_per_row": 4})
+    with pytest.raises(ValueError, match="unknown kernel family 'csr_magic'"):
+        KernelVariant("csr_magic", {})
+
+
+# ------------------------------------------------------------------ baked constants
+
+
+def test_constants_from_matrix_match_the_harness_formats(shared_data):
+    real = load_matrix(shared_data / "suitesparse" / "HB__bcsstk01.mtx.gz")
+    for A in (real, example_matrix()):
+        constants = MatrixConstants.from_matrix(A)
+        dia = convert(A, "dia")
+        assert constants.dia_offsets == tuple(dia.arrays["offsets"].tolist())
+        assert constants.max_row_length == convert(A, "ell").sizes["width"]
+        assert (constants.m, constants.n, constants.nnz) == (*A.shape, dia.sizes["nnz"])
+    assert MatrixConstants.from_matrix(example_matrix()).fixed_row_length == 5
+    skewed = MatrixConstants.from_matrix(skewed_matrix())
+    assert skewed.fixed_row_length is None
+    assert skewed.dia_offsets is None  # far more than MAX_BAKED_DIAGONALS diagonals
+
+
+def test_baked_constants_change_the_code():
+    constants = MatrixConstants.from_matrix(example_matrix())
+    scalar = KernelVariant("csr_scalar", {"block_size": 128}, constants).source()
+    body = scalar[scalar.index("sparserl_kernel(") :]
+    assert "row_ptr[" not in body.split("{", 1)[1]  # the row extent is computed, not read
+    assert "constexpr int num_rows = 4096;" in scalar
+    dia = KernelVariant("dia", {"block_size": 128}, constants).source()
+    listed = ", ".join(str(offset) for offset in constants.dia_offsets)
+    assert f"kDiagonalOffsets[9] = {{{listed}}}" in dia
+    # Constants a family cannot use are dropped, so the variant equals the plain one.
+    sell = KernelVariant("sell", {"block_size": 128}, constants)
+    assert sell.constants is None
+    assert sell == KernelVariant("sell", {"block_size": 128})
+
+
+# ------------------------------------------------------------------ GPU
+
+
+@pytest.mark.gpu
+def test_every_variant_is_correct_on_the_gpu():
+    """Every plain variant on three structures, every baked one on its own matrix."""
+    from sparserl.harness import Harness, Verdict
+
+    plain = [v for v in ALL_VARIANTS if v.constants is None]
+    baked = [v for v in ALL_VARIANTS if v.constants is not None]
+    cases = [(A, plain) for A in (skewed_matrix(), banded_matrix(), block_matrix())]
+    cases.append((example_matrix(), baked))
+    failures = []
+    with Harness(seed=0) as harness:
+        for A, chosen in cases:
+            for op, width in [("spmv", None)] + [("spmm", w) for w in SPMM_WIDTHS]:
+                group = [v for v in chosen if v.kernel_family.op == op]
+                group = [v for v in group if width is None or v.params["N"] == width]
+                sources = [v.source() for v in group]
+                results = harness.evaluate_many(sources, A, op, width, time=False)
+                failures += [
+                    f"{v.variant_id} on {A.shape}: {r.verdict.value} {r.detail}"
+                    for v, r in zip(group, results, strict=True)
+                    if r.verdict is not Verdict.CORRECT
+                ]
+    assert not failures, "\n".join(failures)
