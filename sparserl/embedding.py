@@ -43,7 +43,9 @@ class SinusoidalIndexEmbedding(nn.Module):
 
     def forward(self, indices: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Encode `indices` (an integer tensor of any shape) as a tensor of shape (..., dim)."""
-        exponents = torch.arange(0, self.dim, 2, dtype=torch.float64, device=indices.device) / self.dim
+        exponents = (
+            torch.arange(0, self.dim, 2, dtype=torch.float64, device=indices.device) / self.dim
+        )
         angles = indices.to(torch.float64).unsqueeze(-1) / torch.pow(10000.0, exponents)
         encoding = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1)  # (..., dim/2, 2)
         return encoding.flatten(-2).to(dtype)  # interleaved: sin at 2j, cos at 2j+1
@@ -98,7 +100,9 @@ class MatrixEncoder(nn.Module):
         self.max_index = max_index
         self.hidden_size = hidden_size
         self.n_feature_tokens = n_feature_tokens
-        self.index_embedding = SinusoidalIndexEmbedding(index_dim) if encoding == "sinusoidal" else None
+        self.index_embedding = (
+            SinusoidalIndexEmbedding(index_dim) if encoding == "sinusoidal" else None
+        )
         coordinate_width = 2 * index_dim if encoding == "sinusoidal" else 2
         self.adapter = nn.Linear(coordinate_width, hidden_size)
         self.feature_adapter = (
@@ -109,7 +113,9 @@ class MatrixEncoder(nn.Module):
         """The adapter's input for each coordinate: (k,) and (k,) indices -> (k, width)."""
         dtype = self.adapter.weight.dtype
         if self.index_embedding is not None:
-            return torch.cat((self.index_embedding(rows, dtype), self.index_embedding(cols, dtype)), dim=-1)
+            return torch.cat(
+                (self.index_embedding(rows, dtype), self.index_embedding(cols, dtype)), dim=-1
+            )
         coordinates = torch.stack((rows, cols), dim=-1).to(torch.float64)
         if self.encoding == "minmax":
             coordinates = coordinates / self.max_index
@@ -133,4 +139,6 @@ class MatrixEncoder(nn.Module):
         if features is None:
             raise ValueError("this encoder has feature tokens: pass the matrix's feature vector")
         feature_tokens = self.feature_adapter(features.to(self.feature_adapter.weight.dtype))
-        return torch.cat((feature_tokens.view(self.n_feature_tokens, self.hidden_size), prefix), dim=0)
+        return torch.cat(
+            (feature_tokens.view(self.n_feature_tokens, self.hidden_size), prefix), dim=0
+        )

@@ -32,13 +32,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m sparserl.generate",
         description="Generate CUDA kernels specialised to a sparse matrix.",
     )
-    parser.add_argument("matrix", type=Path, help="matrix file (.mtx, .mtx.gz, .smtx, .smtx.gz, .mat, .npz)")
-    parser.add_argument("--op", choices=("spmv", "spmm"), default="spmv", help="operation (default spmv)")
-    parser.add_argument("--n-cols", type=int, help="N, the columns of B (spmm only)")
-    parser.add_argument("--model", type=Path, help=f"saved policy folder (default {DEFAULT_MODEL_DIR})")
-    parser.add_argument("--num-samples", type=int, default=1, help="kernels to generate (default 1)")
     parser.add_argument(
-        "--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default 1.0)"
+        "matrix", type=Path, help="matrix file (.mtx, .mtx.gz, .smtx, .smtx.gz, .mat, .npz)"
+    )
+    parser.add_argument(
+        "--op", choices=("spmv", "spmm"), default="spmv", help="operation (default spmv)"
+    )
+    parser.add_argument("--n-cols", type=int, help="N, the columns of B (spmm only)")
+    parser.add_argument(
+        "--model", type=Path, help=f"saved policy folder (default {DEFAULT_MODEL_DIR})"
+    )
+    parser.add_argument(
+        "--num-samples", type=int, default=1, help="kernels to generate (default 1)"
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="sampling temperature; 0 = greedy (default 1.0)",
     )
     parser.add_argument("--top-k", type=int, help="sample from the k most likely tokens only")
     parser.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams")
@@ -76,7 +87,9 @@ def output_files(out: Path, stem: str, op: str, count: int) -> list[Path]:
     names_directory = out.is_dir() or str(out).endswith(("/", "\\")) or not out.suffix
     if not names_directory:
         if count > 1:
-            raise UsageError(f"--out {out} names a file but {count} samples were asked: give a directory")
+            raise UsageError(
+                f"--out {out} names a file but {count} samples were asked: give a directory"
+            )
         return [out]
     return [out / f"{stem}_{op}_{i}.cu" for i in range(count)]
 

@@ -135,7 +135,9 @@ class SparseRLPolicyConfig:
 
     def __post_init__(self):
         if self.encoding not in ENCODINGS:
-            raise ValueError(f"unknown index encoding {self.encoding!r}; expected one of {ENCODINGS}")
+            raise ValueError(
+                f"unknown index encoding {self.encoding!r}; expected one of {ENCODINGS}"
+            )
         if self.max_nonzeros < 1:
             raise ValueError(f"max_nonzeros must be at least 1, got {self.max_nonzeros}")
         if self.n_feature_tokens and not self.feature_names:
@@ -181,8 +183,9 @@ class GeneratedKernel:
         token_ids: the generated tokens, ending with <eos> when the model finished the
             program; for PPO's `log_probs`.
         stopped_early: the streaming syntax checker stopped this sample.
-        verdict: for a stopped sample, the checker's verdict (reason and position); for
-            the others `check(source)`; None when the syntax check was off.
+        verdict: for a stopped sample, the streaming checker's verdict (its position
+            counts characters of `text`); for the others `check(source)`; None when the
+            syntax check was off.
     """
 
     source: str
@@ -238,7 +241,10 @@ class _MatrixConditionedModel(nn.Module):
     kind: ClassVar[str]
 
     def __init__(
-        self, backbone: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: SparseRLPolicyConfig
+        self,
+        backbone: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        config: SparseRLPolicyConfig,
     ):
         super().__init__()
         check_supported(backbone.config)
@@ -295,7 +301,9 @@ class _MatrixConditionedModel(nn.Module):
         features = None
         if self.config.n_feature_tokens:
             features = feature_vector(matrix_features(matrix), self.config.feature_names)
-        return KernelTask(rows=rows, cols=cols, op=op, n_cols=n_cols, prompt=prompt, features=features)
+        return KernelTask(
+            rows=rows, cols=cols, op=op, n_cols=n_cols, prompt=prompt, features=features
+        )
 
     def code_token_ids(self, code: str) -> list[int]:
         """The token ids of `code` followed by <eos>: the continuation the model should write."""
@@ -311,8 +319,15 @@ class _MatrixConditionedModel(nn.Module):
         return self.backbone.get_input_embeddings()(ids)
 
     def embed_task(self, task: KernelTask) -> torch.Tensor:
-        """The embeddings (L, hidden) the model reads before writing code for `task`."""
-        before = (self._text_ids(task.prompt) if task.prompt else []) + [self.token_ids[MATRIX_TOKEN]]
+        """The embeddings (L, hidden) the model reads before writing code for `task`.
+
+        In order: the prompt's tokens, <matrix>, the matrix encoder's output (feature
+        tokens, then one embedding per shown nonzero), then <spmv>, or <spmm> and the
+        tokens of the number N.
+        """
+        before = (self._text_ids(task.prompt) if task.prompt else []) + [
+            self.token_ids[MATRIX_TOKEN]
+        ]
         after = [self.token_ids[SPMV_TOKEN]]
         if task.op == "spmm":
             after = [self.token_ids[SPMM_TOKEN]] + self._text_ids(str(task.n_cols))
@@ -320,13 +335,17 @@ class _MatrixConditionedModel(nn.Module):
         if task.features is not None:
             features = torch.from_numpy(task.features).to(self.device)
         prefix = self.matrix_encoder(
-            torch.from_numpy(task.rows).to(self.device), torch.from_numpy(task.cols).to(self.device), features
+            torch.from_numpy(task.rows).to(self.device),
+            torch.from_numpy(task.cols).to(self.device),
+            features,
         )
         before_embeds = self._embed_tokens(before)
         return torch.cat((before_embeds, prefix.to(before_embeds.dtype), self._embed_tokens(after)))
 
     def _conditioning_batch(self, tasks: Sequence[KernelTask]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded conditionings (B, L, hidden) and their attention mask (B, L) int64."""
+        if not tasks:
+            raise ValueError("no tasks given")
         sequences = [self.embed_task(task) for task in tasks]
         length = max(len(sequence) for sequence in sequences)
         embeds = torch.stack([F.pad(s, (0, 0, length - len(s), 0)) for s in sequences])
@@ -390,7 +409,11 @@ class _MatrixConditionedModel(nn.Module):
         """
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        meta = {"kind": self.kind, "dtype": str(self.dtype).removeprefix("torch."), "config": asdict(self.config)}
+        meta = {
+            "kind": self.kind,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "config": asdict(self.config),
+        }
         (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         self.backbone.config.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
@@ -414,12 +437,18 @@ class _MatrixConditionedModel(nn.Module):
             meta = json.loads(meta_file.read_text())
             config = SparseRLPolicyConfig(**meta["config"])
         except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(f"{meta_file}: not a valid sparserl model description ({error})") from error
+            raise ValueError(
+                f"{meta_file}: not a valid sparserl model description ({error})"
+            ) from error
         if meta.get("kind") != cls.kind:
-            raise ValueError(f"{path} holds a sparserl {meta.get('kind')!r} model, not a {cls.kind!r} model")
+            raise ValueError(
+                f"{path} holds a sparserl {meta.get('kind')!r} model, not a {cls.kind!r} model"
+            )
         weights_file = path / WEIGHTS_FILE
         if not weights_file.is_file():
-            raise FileNotFoundError(f"{path} is not a complete sparserl model folder: {WEIGHTS_FILE} is missing")
+            raise FileNotFoundError(
+                f"{path} is not a complete sparserl model folder: {WEIGHTS_FILE} is missing"
+            )
         backbone = build_backbone(AutoConfig.from_pretrained(path, local_files_only=True))
         model = cls(backbone, load_tokenizer(path), config)
         load_model(model, weights_file)
@@ -461,7 +490,9 @@ class SparseRLPolicy(_MatrixConditionedModel):
             tokenizer = tokenizer or default_tokenizer()
         else:
             backbone = load_backbone(path_or_config)
-            tokenizer = tokenizer or _checkpoint_tokenizer(Path(path_or_config)) or default_tokenizer()
+            tokenizer = (
+                tokenizer or _checkpoint_tokenizer(Path(path_or_config)) or default_tokenizer()
+            )
         added_token_ids = _add_sparserl_tokens(tokenizer)
         n_embeddings = backbone.get_input_embeddings().num_embeddings
         if len(tokenizer) != n_embeddings:
@@ -474,7 +505,9 @@ class SparseRLPolicy(_MatrixConditionedModel):
         if isinstance(lora, dict):
             lora = LoraSettings(**lora)
         if lora is not None and added_token_ids:
-            lora = replace(lora, trainable_token_ids=sorted({*lora.trainable_token_ids, *added_token_ids}))
+            lora = replace(
+                lora, trainable_token_ids=sorted({*lora.trainable_token_ids, *added_token_ids})
+            )
         return cls(backbone, tokenizer, SparseRLPolicyConfig(lora=lora, **settings))
 
     # ----------------------------------------------------------------------- training
@@ -503,7 +536,9 @@ class SparseRLPolicy(_MatrixConditionedModel):
         """
         batch = self._forward(tasks, continuations)
         logits = batch.at_continuation(batch.outputs.logits).float() / temperature
-        token_log_probs = -F.cross_entropy(logits.transpose(1, 2), batch.token_ids, reduction="none")
+        token_log_probs = -F.cross_entropy(
+            logits.transpose(1, 2), batch.token_ids, reduction="none"
+        )
         return token_log_probs.masked_fill(~batch.mask, 0.0), batch.mask
 
     def batch_loss(self, tasks: Sequence[KernelTask], codes: Sequence[str]) -> torch.Tensor:
@@ -580,7 +615,9 @@ class SparseRLPolicy(_MatrixConditionedModel):
         n_sequences = len(tasks) * num_samples
         criteria = None
         if syntax_check and num_beams == 1:
-            criteria = SyntaxStoppingCriteria(self.tokenizer, n_sequences, self.token_ids[EOS_TOKEN])
+            criteria = SyntaxStoppingCriteria(
+                self.tokenizer, n_sequences, self.token_ids[EOS_TOKEN]
+            )
         with _evaluating(self):
             conditioning, mask = self._conditioning_batch(tasks)
             output = self.backbone.generate(
@@ -594,7 +631,10 @@ class SparseRLPolicy(_MatrixConditionedModel):
         generated = (output[:, 1:] if self.is_encoder_decoder else output).tolist()
 
         check_started = time.perf_counter()
-        kernels = [self._finish_sample(generated[row], row, criteria, syntax_check) for row in range(n_sequences)]
+        kernels = [
+            self._finish_sample(generated[row], row, criteria, syntax_check)
+            for row in range(n_sequences)
+        ]
         final_check_seconds = time.perf_counter() - check_started
         stats = GenerationStats(
             total_seconds=time.perf_counter() - started,
@@ -609,7 +649,11 @@ class SparseRLPolicy(_MatrixConditionedModel):
         return per_task, stats
 
     def _finish_sample(
-        self, token_ids: list[int], row: int, criteria: SyntaxStoppingCriteria | None, syntax_check: bool
+        self,
+        token_ids: list[int],
+        row: int,
+        criteria: SyntaxStoppingCriteria | None,
+        syntax_check: bool,
     ) -> GeneratedKernel:
         """Trim one generated row to its real tokens, decode it and attach its verdict."""
         eos = self.token_ids[EOS_TOKEN]
@@ -618,14 +662,20 @@ class SparseRLPolicy(_MatrixConditionedModel):
         if doomed_at is not None:
             length = min(length, doomed_at + 1)
         token_ids = token_ids[:length]
-        text = self.tokenizer.decode(token_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        text = self.tokenizer.decode(
+            token_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
         source = extract_code(text)
         if doomed_at is not None:
             verdict = criteria.verdicts[row]
         else:
             verdict = check(source) if syntax_check else None
         return GeneratedKernel(
-            source=source, text=text, token_ids=token_ids, stopped_early=doomed_at is not None, verdict=verdict
+            source=source,
+            text=text,
+            token_ids=token_ids,
+            stopped_early=doomed_at is not None,
+            verdict=verdict,
         )
 
 
@@ -641,7 +691,10 @@ class SparseRLValueModel(_MatrixConditionedModel):
     kind = "value"
 
     def __init__(
-        self, backbone: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: SparseRLPolicyConfig
+        self,
+        backbone: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        config: SparseRLPolicyConfig,
     ):
         super().__init__(backbone, tokenizer, config)
         self.value_head = nn.Linear(self.backbone.config.hidden_size, 1)
@@ -672,23 +725,27 @@ class SparseRLValueModel(_MatrixConditionedModel):
         """
         batch = self._forward(tasks, continuations, output_hidden_states=True)
         outputs = batch.outputs
-        hidden = outputs.decoder_hidden_states[-1] if self.is_encoder_decoder else outputs.hidden_states[-1]
+        hidden = (
+            outputs.decoder_hidden_states[-1]
+            if self.is_encoder_decoder
+            else outputs.hidden_states[-1]
+        )
         values = self.value_head(batch.at_continuation(hidden)).squeeze(-1).float()
         return values.masked_fill(~batch.mask, 0.0), batch.mask
 
 
 # --------------------------------------------------------------------------- helpers
 
-POLICY_TOKENS = (PAD_TOKEN, EOS_TOKEN, MATRIX_TOKEN, SPMV_TOKEN, SPMM_TOKEN)
-
 
 def _sparserl_token_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
-    """The ids of the tokens the policy's input layout uses; ValueError if any is missing."""
+    """The ids of sparserl's special tokens; ValueError if the tokenizer lacks any."""
     vocabulary = tokenizer.get_vocab()
-    missing = [token for token in POLICY_TOKENS if token not in vocabulary]
+    missing = [token for token in SPECIAL_TOKENS if token not in vocabulary]
     if missing:
-        raise ValueError(f"the tokenizer lacks the sparserl tokens {missing}")
-    return {token: vocabulary[token] for token in POLICY_TOKENS}
+        raise ValueError(
+            f"the tokenizer lacks the sparserl tokens {missing} (from_backbone adds them)"
+        )
+    return {token: vocabulary[token] for token in SPECIAL_TOKENS}
 
 
 def _add_sparserl_tokens(tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -721,21 +778,32 @@ def _set_special_token_ids(backbone: PreTrainedModel, token_ids: dict[str, int])
     backbone.generation_config = GenerationConfig(**generation)
 
 
-def _decoding_options(num_samples: int, temperature: float, top_k: int | None, num_beams: int) -> dict:
+def _decoding_options(
+    num_samples: int, temperature: float, top_k: int | None, num_beams: int
+) -> dict:
     """The `transformers` generate arguments for the requested decoding."""
     if num_samples < 1:
         raise ValueError(f"num_samples must be at least 1, got {num_samples}")
     if num_beams > 1:
         if num_samples > num_beams:
-            raise ValueError(f"beam search returns at most num_beams={num_beams} samples, asked {num_samples}")
+            raise ValueError(
+                f"beam search returns at most num_beams={num_beams} samples, asked {num_samples}"
+            )
         return {"do_sample": False, "num_beams": num_beams, "num_return_sequences": num_samples}
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if temperature == 0:
         if num_samples != 1:
-            raise ValueError(f"greedy decoding (temperature 0) gives one sample, asked {num_samples}")
+            raise ValueError(
+                f"greedy decoding (temperature 0) gives one sample, asked {num_samples}"
+            )
         return {"do_sample": False}
-    return {"do_sample": True, "temperature": temperature, "top_k": top_k, "num_return_sequences": num_samples}
+    return {
+        "do_sample": True,
+        "temperature": temperature,
+        "top_k": top_k,
+        "num_return_sequences": num_samples,
+    }
 
 
 @contextmanager

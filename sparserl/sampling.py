@@ -13,7 +13,8 @@ the few very long rows that decide which kernel is fast.
 2. Each regime gets a share of the budget proportional to the entries it holds, after
    a guaranteed floor of `max_nonzeros // (2 * number of regimes)` entries (or all of
    its entries, when it holds fewer), so a regime with few entries - typically the
-   longest rows - is never sampled away.
+   longest rows - is never sampled away (as long as the budget is at least twice the
+   number of regimes, which are at most about 30).
 3. Inside a regime, whose entries are listed in (row, column) order, every s-th entry
    is taken from a random offset (s = entries / share). This spreads the sample evenly
    over the regime's rows and, inside a long row, over its columns.
@@ -28,7 +29,9 @@ import numpy as np
 import scipy.sparse
 
 
-def stored_coordinates(matrix: scipy.sparse.spmatrix | scipy.sparse.sparray) -> tuple[np.ndarray, np.ndarray]:
+def stored_coordinates(
+    matrix: scipy.sparse.spmatrix | scipy.sparse.sparray,
+) -> tuple[np.ndarray, np.ndarray]:
     """All stored coordinates of `matrix` (duplicates summed), sorted by (row, column).
 
     Returns `(rows, cols)`, two int64 arrays of length nnz.

@@ -59,8 +59,12 @@ def test_minmax_scales_by_max_index_and_raw_does_not():
     rows, cols = torch.tensor([0, 500]), torch.tensor([1000, 250])
     minmax = MatrixEncoder(8, 16, encoding="minmax", max_index=1000)
     raw = MatrixEncoder(8, 16, encoding="raw")
-    torch.testing.assert_close(minmax.encode_coordinates(rows, cols), torch.tensor([[0.0, 1.0], [0.5, 0.25]]))
-    torch.testing.assert_close(raw.encode_coordinates(rows, cols), torch.tensor([[0.0, 1000.0], [500.0, 250.0]]))
+    torch.testing.assert_close(
+        minmax.encode_coordinates(rows, cols), torch.tensor([[0.0, 1.0], [0.5, 0.25]])
+    )
+    torch.testing.assert_close(
+        raw.encode_coordinates(rows, cols), torch.tensor([[0.0, 1000.0], [500.0, 250.0]])
+    )
 
 
 def test_encoder_configuration_errors():
@@ -88,7 +92,9 @@ def test_feature_tokens_come_first_and_depend_on_the_features():
 
 
 def test_feature_vector_is_signed_log_scaled():
-    vector = feature_vector({"a": 0.0, "b": np.e - 1, "c": -(np.e**2 - 1), "d": 5.0}, ["c", "b", "a"])
+    vector = feature_vector(
+        {"a": 0.0, "b": np.e - 1, "c": -(np.e**2 - 1), "d": 5.0}, ["c", "b", "a"]
+    )
     np.testing.assert_allclose(vector, [-2.0, 1.0, 0.0])
     with pytest.raises(KeyError, match="missing"):
         feature_vector({"a": 1.0}, ["a", "z"])

@@ -52,6 +52,7 @@ def _to_csr(
 def _wrap_csr(
     shape: tuple[int, int], indptr: np.ndarray, indices: np.ndarray, values: np.ndarray
 ) -> sp.csr_matrix:
+    """csr_matrix with float32 values and int32 index arrays, flagged canonical."""
     _check(
         max(shape) <= INT32_MAX and len(indices) <= INT32_MAX,
         f"matrix {shape} with {len(indices)} entries does not fit int32 indices",
@@ -93,8 +94,8 @@ def _distinct_columns(
 ) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, indices) where row i holds `lengths[i]` distinct uniformly random columns.
 
-    Rows fuller than n_cols / 16 draw a sample without replacement each (there are at
-    most 16 * nnz / n_cols of them). All other rows are drawn together with replacement
+    Rows fuller than n_cols / 16 draw a sample without replacement each, in a Python
+    loop (there are at most 16 * nnz / n_cols of them: few, unless n_cols is tiny). All other rows are drawn together with replacement
     and deduplicated; the rows that lost entries to collisions (at most 1 in 16) are
     topped up with fresh draws, merged into the sorted keys, until every row is full.
     """

@@ -1,7 +1,9 @@
-"""Correctness rules, in numpy: reference results, per-row tolerances and the output check.
+"""Correctness rules: reference results, per-row tolerances and the output check.
 
-Kept free of CUDA so the rules can be tested on any machine. Shapes: A is m x n;
-x is (n,) for SpMV and B is (n, N) for SpMM; outputs are (m,) or (m, N).
+The functions take numpy arrays and scipy matrices, or CuPy arrays and cupyx matrices
+(the worker computes references on the GPU, where a float64 SpMM of 10^7 entries takes
+milliseconds). Nothing here needs CUDA, so the rules are tested on any machine.
+Shapes: A is m x n; x is (n,) for SpMV and B is (n, N) for SpMM; outputs are (m,) or (m, N).
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ def random_values(rng: np.random.Generator, nnz: int) -> np.ndarray:
     return np.where(rng.random(nnz) < 0.5, -magnitude, magnitude)
 
 
+def array_module(array):
+    """numpy for numpy arrays, cupy for CuPy arrays."""
+    if type(array).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
 def reference(A: sp.csr_matrix, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 result A @ dense and the per-element tolerance.
 
@@ -36,11 +47,12 @@ def reference(A: sp.csr_matrix, dense: np.ndarray) -> tuple[np.ndarray, np.ndarr
     the worst-case error bound of summing len_i fp32 products in any order (u is the
     fp32 unit roundoff), plus a tiny absolute floor so exact zeros compare equal.
     """
+    xp = array_module(dense)
     A64 = A.astype(np.float64)
     dense64 = dense.astype(np.float64)
     result = A64 @ dense64
-    magnitude = abs(A64) @ np.abs(dense64)
-    row_lengths = np.diff(A.indptr).astype(np.float64) + 2.0
+    magnitude = abs(A64) @ xp.abs(dense64)
+    row_lengths = xp.diff(A.indptr).astype(np.float64) + 2.0
     if result.ndim == 2:
         row_lengths = row_lengths[:, None]
     tolerance = SAFETY_FACTOR * UNIT_ROUNDOFF_FP32 * row_lengths * magnitude + 1e-30
@@ -52,21 +64,23 @@ def compare(output: np.ndarray, expected: np.ndarray, tolerance: np.ndarray) -> 
 
     Outputs are poisoned with NaN and inputs are followed by NaN guards, so a NaN means
     an element was never written or was computed from memory outside the inputs."""
-    not_a_number = np.isnan(output)
+    xp = array_module(output)
+    not_a_number = xp.isnan(output)
     if not_a_number.any():
-        first = tuple(int(i) for i in np.argwhere(not_a_number)[0])
+        first = tuple(int(i) for i in xp.argwhere(not_a_number)[0])
         return (
             f"{int(not_a_number.sum())} output element(s) are NaN: never written, or read "
             f"outside the inputs (first at {first})"
         )
-    error = np.abs(output.astype(np.float64) - expected)
+    error = xp.abs(output.astype(np.float64) - expected)
     bad = error > tolerance
     if not bad.any():
         return ""
-    worst = np.unravel_index(np.argmax(np.where(bad, error / tolerance, 0)), output.shape)
+    worst = np.unravel_index(int(xp.argmax(xp.where(bad, error / tolerance, 0))), output.shape)
     return (
         f"{int(bad.sum())} output element(s) wrong; worst at {tuple(int(i) for i in worst)}: "
-        f"got {output[worst]:.6g}, expected {expected[worst]:.6g} (tolerance {tolerance[worst]:.3g})"
+        f"got {float(output[worst]):.6g}, expected {float(expected[worst]):.6g} "
+        f"(tolerance {float(tolerance[worst]):.3g})"
     )
 
 
@@ -75,7 +89,7 @@ def guards_intact(guarded: np.ndarray, length: int) -> bool:
     of a guarded float buffer (as copied back from the device) still hold GUARD_FLOAT."""
     front = guarded[:GUARD_ELEMENTS]
     back = guarded[GUARD_ELEMENTS + length :]
-    return bool(np.all(front == GUARD_FLOAT) and np.all(back == GUARD_FLOAT))
+    return bool((front == GUARD_FLOAT).all() and (back == GUARD_FLOAT).all())
 
 
 def traffic_floor_bytes(format_bytes: int, m: int, n: int, n_cols: int | None) -> int:

@@ -16,14 +16,18 @@ import cupy
 import numpy as np
 from cupy_backends.cuda.libs import cusparse as lib
 
-from sparserl.harness.check import compare, reference
+from sparserl.harness.check import compare
 
 CUDA_R_32F = 0  # cudaDataType for float32
 
 # Algorithm enums of cusparse.h (CuPy's bindings do not export the SpMV/SpMM ones),
 # grouped by the storage descriptor they run on.
 SPMV_ALGORITHMS = {
-    "csr": {"CUSPARSE_SPMV_ALG_DEFAULT": 0, "CUSPARSE_SPMV_CSR_ALG1": 2, "CUSPARSE_SPMV_CSR_ALG2": 3},
+    "csr": {
+        "CUSPARSE_SPMV_ALG_DEFAULT": 0,
+        "CUSPARSE_SPMV_CSR_ALG1": 2,
+        "CUSPARSE_SPMV_CSR_ALG2": 3,
+    },
     "coo": {"CUSPARSE_SPMV_COO_ALG1": 1, "CUSPARSE_SPMV_COO_ALG2": 4},
 }
 SPMM_ALGORITHMS = {
@@ -48,11 +52,13 @@ class BaselineCall:
 class CusparseBaseline:
     """cuSPARSE SpMV/SpMM for one matrix on the device.
 
-    A: scipy CSR (float32/int32, canonical). dense: host input, (n,) or (n, N).
-    Holds every descriptor, buffer and scalar alive for as long as it lives.
+    trial: the matrix (scipy CSR, float32/int32, canonical), the dense input (n,) or
+    (n, N), and the float64 answer each algorithm is checked against. Holds every
+    descriptor, buffer and scalar alive for as long as it lives.
     """
 
-    def __init__(self, A, dense: np.ndarray):
+    def __init__(self, trial):
+        A, dense = trial.matrix, trial.dense
         self.op = "spmv" if dense.ndim == 1 else "spmm"
         self.handle = cupy.cuda.device.get_cusparse_handle()
         self.alpha = np.array(1.0, np.float32)
@@ -68,19 +74,16 @@ class CusparseBaseline:
             self._dense_descriptor(self.output),
         )
         table = SPMV_ALGORITHMS if self.op == "spmv" else SPMM_ALGORITHMS
-        expected, tolerance = reference(A, dense)
         self.calls: list[BaselineCall] = []
         self.rejected: dict[str, str] = {}
-        for storage, names in table.items():
-            for name in names:
+        for storage, algorithms in table.items():
+            for name, algorithm in algorithms.items():
                 label = f"{storage}/{name}"
                 try:
-                    call = self._make_call(
-                        matrices[storage], dense_desc, out_desc, getattr(lib, name)
-                    )
+                    call = self._make_call(matrices[storage], dense_desc, out_desc, algorithm)
                     self.output.fill(cupy.nan)
                     call()
-                    problem = compare(cupy.asnumpy(self.output), expected, tolerance)
+                    problem = compare(self.output, trial.expected, trial.tolerance)
                 except Exception as error:  # an algorithm this cuSPARSE does not support here
                     problem = f"{type(error).__name__}: {error}"
                 if problem:

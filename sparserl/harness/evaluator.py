@@ -52,7 +52,8 @@ class BaselineReport:
 class Harness:
     """Evaluates kernels on GPU `device` (one worker process per Harness).
 
-    timeout_s: how long one verification may take before the kernel counts as hung.
+    timeout_s: how long one launch may run before the kernel counts as hung (the worker
+        times the kernel itself; the parent waits longer, for set-up, before giving up).
     compile_workers: CPU processes for NVRTC (default: all cores).
     seed: seeds the random trial inputs (None: fresh every run).
     """
@@ -65,7 +66,7 @@ class Harness:
         cache_dir: str | Path | None = None,
         seed: int | None = None,
     ):
-        self.worker = Worker(device, seed)
+        self.worker = Worker(device, seed, kernel_timeout_s=timeout_s)
         self.timeout_s = timeout_s
         self.cache = CubinCache(cache_dir or DEFAULT_CACHE)
         self._compilers = ProcessPoolExecutor(
@@ -213,7 +214,7 @@ class Harness:
         self._load(A, key)
         try:
             result = self._call("verify", kernel_id, module.cubin, header, key, n_cols,
-                                timeout_s=self.timeout_s + A.nnz / 1e6 * 5)  # fmt: skip
+                                timeout_s=self._backstop_s(A))  # fmt: skip
         except WorkerTimeout as error:
             result = EvalResult(Verdict.TIMEOUT, str(error))
         except WorkerCrashed as error:
@@ -238,11 +239,17 @@ class Harness:
         timings, rejected = self._call("time", ids, key, n_cols, baseline, timing, timeout_s=budget)
         for index, kernel_id in correct:
             results[index].timing = timings.pop(kernel_id)
-            problem = self._call("recheck", kernel_id)
+            problem = self._call("recheck", kernel_id, timeout_s=self._backstop_s(A))
             if problem:
                 results[index].verdict = Verdict.WRONG_RESULT
                 results[index].detail = problem
         return timings, rejected
+
+    def _backstop_s(self, A) -> float:
+        """How long the parent waits for one verification before killing the worker: the
+        worker itself reports a kernel that runs past `timeout_s`, so this only catches a
+        worker stuck elsewhere. Covers every trial's launch plus set-up on A's size."""
+        return 4 * self.timeout_s + 60.0 + A.nnz / 1e6 * 10
 
     def _call(self, method: str, *args, timeout_s: float | None = None):
         return self.worker.call(method, *args, timeout_s=timeout_s or self.timeout_s)

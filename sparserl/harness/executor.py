@@ -7,6 +7,7 @@ holds an `Executor` is killed or dies instead (see `sparserl.harness.worker`).
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,16 @@ from sparserl.harness.check import (
 )
 from sparserl.harness.cusparse import CusparseBaseline
 from sparserl.harness.results import EvalResult, Timing, TimingConfig, Verdict
-from sparserl.harness.timing import Timer
+from sparserl.harness.timing import Timer, copy_bandwidth_gbs
 
 N_TRIALS = 3
+
+
+class KernelTimeout(Exception):
+    """A kernel did not finish in time; the worker must exit (it cannot stop the kernel)."""
+
+
+MAX_CACHED_FORMATS = 3 * N_TRIALS  # converted (format, params, trial) buffers per matrix
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
@@ -51,12 +59,13 @@ def _guard_for(array: np.ndarray):
 
 @dataclass
 class Trial:
-    """One set of fresh random values for A and the dense input, with the float64 answer."""
+    """One set of fresh random values for A and the dense input (host arrays), with the
+    float64 answer and its tolerance (device arrays)."""
 
     matrix: sp.csr_matrix
     dense: np.ndarray
-    expected: np.ndarray
-    tolerance: np.ndarray
+    expected: cupy.ndarray
+    tolerance: cupy.ndarray
 
 
 class DeviceMatrix:
@@ -84,17 +93,19 @@ class DeviceMatrix:
         """Give trial `index` a fresh dense input (device buffers updated in place)."""
         A = self.value_sets[index]
         dense = random_dense_input(self.rng, A.shape[1], n_cols)
-        trial = Trial(A, dense, *reference(A, dense))
+        trial = Trial(A, dense, *reference(cupyx_csr(A), cupy.asarray(dense)))
         self._trials[(index, n_cols)] = trial
         for (_, i, width), payload in self._dense.items():
             if (i, width) == (index, n_cols):
-                payload[: dense.shape[0]].set(dense)
+                payload[: dense.size].set(dense.ravel())  # row-major: padding rows stay zero
         return trial
 
     def format_buffers(self, header: KernelHeader, index: int) -> tuple[FormatData, list]:
         """The value set `index` in the header's format: (format data, guarded device arrays)."""
         key = (header.format, tuple(sorted(header.params.items())), index)
         if key not in self._formats:
+            while len(self._formats) >= MAX_CACHED_FORMATS:  # bound device memory
+                self._formats.pop(next(iter(self._formats)))
             data = convert(self.value_sets[index], header.format, header.params)
             arrays = [_guarded(array, _guard_for(array))[1] for array in data.arrays.values()]
             self._formats[key] = (data, arrays)
@@ -114,7 +125,8 @@ class DeviceMatrix:
 class Executor:
     """Loads cubins and runs them against matrices on the current device."""
 
-    def __init__(self):
+    def __init__(self, kernel_timeout_s: float = 10.0):
+        self.kernel_timeout_s = kernel_timeout_s
         self.device = cupy.cuda.Device()
         self.timer = Timer()
         self.matrices: dict[str, DeviceMatrix] = {}
@@ -126,22 +138,43 @@ class Executor:
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Run each CuPy operation verification uses once, so that CuPy's own kernel
-        compiles happen now and not inside a timed-out verification."""
-        for host, guard in (
-            (np.ones(4, np.int32), GUARD_INT),
-            (np.ones(4, np.float32), GUARD_FLOAT),
+        """Verify and time two known-good kernels on a small matrix, so that CuPy's own
+        kernel compiles, cuSPARSE's set-up and the profiler's start happen now and not
+        inside a verification that runs under a timeout."""
+        from sparserl.abi import parse_header
+        from sparserl.harness.nvrtc import nvrtc_compile
+        from sparserl.kernels import KernelVariant
+
+        major, minor = self.device.compute_capability
+        A = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32, random_state=0)
+        self.add_matrix("__warm_up__", A, seed=0)
+        for op, n_cols, variant in (
+            ("spmv", None, KernelVariant("csr_scalar", {"block_size": 128})),
+            (
+                "spmm",
+                8,
+                KernelVariant(
+                    "csr_spmm_rowsplit", {"N": 8, "columns_per_thread": 1, "block_size": 128}
+                ),
+            ),
         ):
-            whole, payload = _guarded(host, guard)
-            payload.fill(0)
-            bool(cupy.array_equal(payload.copy(), payload, equal_nan=True))
-            cupy.asnumpy(whole)
-        self.device.synchronize()
+            source = variant.source()
+            module = nvrtc_compile(source, f"sm_{major}{minor}")
+            result = self.verify(
+                f"__warm_up_{op}__", module.cubin, parse_header(source), "__warm_up__", n_cols
+            )
+            if result.verdict is not Verdict.CORRECT:
+                raise RuntimeError(f"the harness failed its own warm-up kernel: {result.detail}")
+            self.time([f"__warm_up_{op}__"], "__warm_up__", n_cols, True, TimingConfig(1, 2))
+        self.matrices.pop("__warm_up__")
 
     def add_matrix(self, key: str, A: sp.csr_matrix, seed: int | None = None) -> None:
         self.matrices[key] = DeviceMatrix(A, seed)
-        while len(self.matrices) > 4:  # keep device memory bounded
+        while len(self.matrices) > 2:  # keep device memory bounded
             self.matrices.pop(next(iter(self.matrices)))
+
+    def copy_bandwidth_gbs(self) -> float:
+        return copy_bandwidth_gbs()
 
     def verify(
         self, kernel_id: str, cubin: bytes, header: KernelHeader, key: str, n_cols
@@ -200,6 +233,18 @@ class Executor:
         path.write_bytes(cubin)
         return cupy.RawModule(path=str(path)).get_function("sparserl_kernel")
 
+    def _wait_for_kernel(self) -> None:
+        """Wait for the launch to finish; raise KernelTimeout after `kernel_timeout_s`.
+        Only the kernel's own run counts against the timeout, not host-side set-up."""
+        done = cupy.cuda.Event()
+        done.record()
+        deadline = time.monotonic() + self.kernel_timeout_s
+        while not done.done:
+            if time.monotonic() > deadline:
+                raise KernelTimeout(f"the kernel ran longer than {self.kernel_timeout_s:.1f} s")
+            time.sleep(0.0005)
+        done.synchronize()  # raises here if the kernel faulted
+
     def _launch_problem(self, function, launch, resources) -> str:
         if launch.block > resources["max_threads_per_block"]:
             return (
@@ -233,14 +278,12 @@ class Executor:
         if header.zero_init:
             output.fill(0)
         function((launch.grid,), (launch.block,), args, shared_mem=launch.shared_bytes)
-        self.device.synchronize()
-        host = cupy.asnumpy(output_whole)
-        if not guards_intact(host, output.size):
+        self._wait_for_kernel()
+        if not guards_intact(output_whole, output.size):
             return "wrote outside the output buffer (guard region changed)"
         if not bool(cupy.array_equal(dense_before, dense, equal_nan=True)):
             return "modified its dense input"
-        out = host[GUARD_ELEMENTS : GUARD_ELEMENTS + output.size].reshape(trial.expected.shape)
-        return compare(out, trial.expected, trial.tolerance)
+        return compare(output.reshape(trial.expected.shape), trial.expected, trial.tolerance)
 
     def _launcher(self, kernel_id: str):
         function, header, launch, key, n_cols = self.kernels[kernel_id]
@@ -254,15 +297,20 @@ class Executor:
 
     def _baseline(self, matrix: DeviceMatrix, trial: Trial, n_cols) -> CusparseBaseline:
         if n_cols not in matrix.baselines:
-            matrix.baselines[n_cols] = CusparseBaseline(trial.matrix, trial.dense)
+            matrix.baselines[n_cols] = CusparseBaseline(trial)
         return matrix.baselines[n_cols]
 
     def _cupyx_call(self, trial: Trial):
-        import cupyx.scipy.sparse as cusp
-
-        A = cusp.csr_matrix(trial.matrix)
+        A = cupyx_csr(trial.matrix)
         dense = cupy.asarray(trial.dense)
         return lambda: A @ dense
+
+
+def cupyx_csr(A: sp.csr_matrix):
+    """A device copy of a scipy CSR matrix as a cupyx CSR matrix."""
+    import cupyx.scipy.sparse
+
+    return cupyx.scipy.sparse.csr_matrix(A)
 
 
 def _resources(function) -> dict[str, int]:

@@ -37,14 +37,14 @@ class DeviceInfo:
     l2_bytes: int
 
 
-def _serve(conn, device_id: int, seed: int | None) -> None:
+def _serve(conn, device_id: int, seed: int | None, kernel_timeout_s: float) -> None:
     """Worker main loop: answer (method, args) requests with ('ok', value) or an error tag."""
     import cupy
 
     cupy.cuda.Device(device_id).use()
-    from sparserl.harness.executor import Executor
+    from sparserl.harness.executor import Executor, KernelTimeout
 
-    executor = Executor()
+    executor = Executor(kernel_timeout_s)
     major, minor = cupy.cuda.Device().compute_capability
     l2 = cupy.cuda.Device().attributes["L2CacheSize"]
     conn.send(("ok", DeviceInfo(executor.name, f"sm_{major}{minor}", l2)))
@@ -61,6 +61,9 @@ def _serve(conn, device_id: int, seed: int | None) -> None:
             else:
                 value = getattr(executor, method)(*args)
             conn.send(("ok", value))
+        except KernelTimeout as error:
+            conn.send(("kernel_timeout", str(error)))
+            return  # the kernel still runs; only the end of this process stops it
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as error:
             message = str(error)
             if any(code in message for code in _RECOVERABLE):
@@ -75,9 +78,16 @@ def _serve(conn, device_id: int, seed: int | None) -> None:
 class Worker:
     """One worker process on one GPU. Restarts itself lazily after a crash or timeout."""
 
-    def __init__(self, device_id: int = 0, seed: int | None = None, start_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        device_id: int = 0,
+        seed: int | None = None,
+        kernel_timeout_s: float = 10.0,
+        start_timeout_s: float = 120.0,
+    ):
         self.device_id = device_id
         self.seed = seed
+        self.kernel_timeout_s = kernel_timeout_s
         self.start_timeout_s = start_timeout_s
         self._process = None
         self._conn = None
@@ -99,6 +109,9 @@ class Worker:
             raise WorkerCrashed("the GPU worker died (a CUDA fault or a crash)") from None
         if tag == "ok":
             return value
+        if tag == "kernel_timeout":
+            self._kill()
+            raise WorkerTimeout(value)
         if tag == "launch_failed":
             raise LaunchFailed(value)
         if tag == "cuda_error":
@@ -114,12 +127,14 @@ class Worker:
         self.generation += 1
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        self._process = context.Process(
-            target=_serve, args=(child, self.device_id, self.seed), daemon=True
+        process = context.Process(
+            target=_serve,
+            args=(child, self.device_id, self.seed, self.kernel_timeout_s),
+            daemon=True,
         )
-        self._process.start()
+        process.start()
         child.close()
-        self._conn = parent
+        self._process, self._conn = process, parent
         if not parent.poll(self.start_timeout_s):
             self._kill()
             raise WorkerCrashed("the GPU worker did not start")

@@ -30,6 +30,8 @@ __all__ = [
     "MatrixConstants",
     "all_variant_sources",
     "all_variants",
+    "example_matrix",
+    "family_named",
     "variants",
 ]
 

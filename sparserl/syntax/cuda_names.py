@@ -62,8 +62,14 @@ def generate(nvcc: str = "nvcc", arch: str = "sm_90") -> BuiltinNames:
         preprocessed = _run(base)
         macro_lines = _run(base + ["-Xcompiler", "-dM"])
     types, values, namespaces = global_declarations(preprocessed)
-    macros = {line.split()[1].split("(")[0] for line in macro_lines.splitlines() if line.startswith("#define ")}
-    return BuiltinNames(frozenset(types), frozenset(values), frozenset(namespaces), frozenset(macros))
+    macros = {
+        line.split()[1].split("(")[0]
+        for line in macro_lines.splitlines()
+        if line.startswith("#define ")
+    }
+    return BuiltinNames(
+        frozenset(types), frozenset(values), frozenset(namespaces), frozenset(macros)
+    )
 
 
 def write(names: BuiltinNames, path: Path = NAMES_FILE) -> None:
@@ -87,7 +93,19 @@ def _run(command: list[str]) -> str:
 _CLASS_KEYS = frozenset({"struct", "class", "union", "enum"})
 # Keywords followed by a parenthesised group that declares nothing.
 _SKIPPED_GROUPS = frozenset(
-    {"__attribute__", "__location__", "__annotate__", "alignas", "__declspec", "noexcept", "throw", "__asm__", "asm", "decltype", "__align__"}
+    {
+        "__attribute__",
+        "__location__",
+        "__annotate__",
+        "alignas",
+        "__declspec",
+        "noexcept",
+        "throw",
+        "__asm__",
+        "asm",
+        "decltype",
+        "__align__",
+    }
 )
 
 
@@ -98,7 +116,9 @@ def global_declarations(text: str) -> tuple[set[str], set[str], set[str]]:
     functions and classes are skipped (only enumerators leak out of enum bodies).
     """
     lexer = Lexer()
-    tokens = [t for t in lexer.feed(text) + lexer.finish() if t.kind not in ("directive", "comment")]
+    tokens = [
+        t for t in lexer.feed(text) + lexer.finish() if t.kind not in ("directive", "comment")
+    ]
     types: set[str] = set()
     values: set[str] = set()
     namespaces: set[str] = set()
@@ -192,7 +212,11 @@ def _declare(statement: list[Token], types: set[str], values: set[str]) -> None:
         if not is_typedef:
             types.update(_tag_name(words[words.index(key) + 1 :]))
         # the declarators follow the class body, if any, else the tag name
-        words = words[words.index("__body__") + 1 :] if "__body__" in words else words[words.index(key) + 2 :]
+        words = (
+            words[words.index("__body__") + 1 :]
+            if "__body__" in words
+            else words[words.index(key) + 2 :]
+        )
         if words[:1] == ["<"]:
             return
     for declarator in _split_top_level(words):
@@ -203,7 +227,9 @@ def _declare(statement: list[Token], types: set[str], values: set[str]) -> None:
 
 def _tag_name(after_key: list[str]) -> list[str]:
     """The class or enum name after its key ('enum class E' included), as a 0/1-item list."""
-    words = [word for word in after_key[:2] if word.isidentifier() and word not in ("class", "struct")]
+    words = [
+        word for word in after_key[:2] if word.isidentifier() and word not in ("class", "struct")
+    ]
     return words[:1]
 
 

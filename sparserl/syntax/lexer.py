@@ -47,7 +47,8 @@ class Lexer:
     """Turns chunks of text into tokens. `feed` returns the tokens each chunk completes;
     `finish` returns the rest, treating the end of the text as the end of every token."""
 
-    def __init__(self) -> None:
+    def __init__(self, directives: bool = True) -> None:
+        self._directives = directives  # False: '#' is punctuation (inside a macro body)
         self._buffer = ""  # text not yet turned into tokens; starts at a token boundary
         self._offset = 0  # offset of _buffer[0] in the whole text
         self._line = 1  # line of _buffer[0]
@@ -96,7 +97,7 @@ class Lexer:
         """(end, kind) of the token at `start`; end None when more text is needed, kind None
         for text that makes no token (a line comment)."""
         char = text[start]
-        if char == "#" and self._at_line_start:
+        if char == "#" and self._at_line_start and self._directives:
             return _directive_end(text, start, final), "directive"
         if text.startswith("/*", start):
             close = text.find("*/", start + max(2, self._comment_searched - 1))

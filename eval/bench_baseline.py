@@ -1,0 +1,151 @@
+"""The fair cuSPARSE baseline, and the harness's throughput. Needs a GPU.
+
+For every shared SuiteSparse matrix and synthetic matrices up to 2e7 nnz, for SpMV and
+SpMM (N = 8, 32, 128), times in one worker, interleaved: every working cuSPARSE
+algorithm (cuSPARSE-best is the fastest by warm device time), the plain cupyx product
+(a reference), and a straightforward CSR-vector kernel (a warp per row; for SpMM a warp
+per row with float4 loads of B) run through the harness. Warm and cold, device time and
+call latency, and each side's fraction of the memory-traffic floor. Then the harness's
+throughput (evaluations per second, compile included) on a 1e6-nnz matrix.
+
+    python eval/bench_baseline.py [--limit 20] [--large 2e7] [--rounds 3 --calls 10]
+
+Writes eval/results/baseline_<gpu>.json (per-matrix rows) and prints the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from summary import (
+    geometric_mean,
+    print_summary,
+    speedup_summary,
+    suitesparse_matrices,
+    synthetic_matrices,
+    write_results,
+)
+from tqdm import tqdm
+
+from sparserl.harness import Harness, TimingConfig, Verdict
+from sparserl.harness.check import traffic_floor_bytes
+from sparserl.kernels import KernelVariant
+
+OPS = [("spmv", None), ("spmm", 8), ("spmm", 32), ("spmm", 128)]
+SYNTHETIC_FAMILIES = ["banded", "stencil_2d", "stencil_3d", "power_law", "uniform_random",
+                      "row_skewed", "block_sparse", "pruned_weights"]  # fmt: skip
+
+
+def reference_kernel(op: str, n_cols: int | None) -> str:
+    """The straightforward kernel the harness runs next to cuSPARSE."""
+    if op == "spmv":
+        return KernelVariant("csr_vector", {"threads_per_row": 32, "block_size": 128}).source()
+    return KernelVariant("csr_spmm_warp_float4", {"N": n_cols, "warps_per_block": 4}).source()
+
+
+def timing_dict(timing) -> dict:
+    out = {"device_warm_us": timing.device_warm.median_us, "latency_warm_us": timing.latency_warm.median_us,
+           "device_warm_p10_us": timing.device_warm.p10_us, "device_warm_p90_us": timing.device_warm.p90_us,
+           "kernels_per_call": timing.kernels_per_call}  # fmt: skip
+    if timing.device_cold is not None:
+        out["device_cold_us"] = timing.device_cold.median_us
+        out["latency_cold_us"] = timing.latency_cold.median_us
+    return out
+
+
+def measure(harness, label, A, op, n_cols, timing, bandwidth_gbs) -> dict:
+    results, report = harness.compare([reference_kernel(op, n_cols)], A, op, n_cols, timing)
+    m, n = A.shape
+    floor_bytes = traffic_floor_bytes(8 * A.nnz + 4 * (m + 1), m, n, n_cols)
+    floor_us = floor_bytes / (bandwidth_gbs * 1e3)
+    sides = {f"cusparse:{name}": timing_dict(t) for name, t in report.algorithms.items()}
+    sides["cupyx"] = timing_dict(report.cupyx)
+    reference = results[0]
+    if reference.verdict is Verdict.CORRECT:
+        sides["reference_kernel"] = timing_dict(reference.timing)
+    best = report.best.device_warm.median_us
+    row = {
+        "matrix": label, "m": m, "n": n, "nnz": A.nnz, "op": op, "n_cols": n_cols,
+        "cusparse_best": report.best_name, "cusparse_best_device_warm_us": best,
+        "traffic_floor_us": floor_us, "floor_fraction_cusparse_best": floor_us / best,
+        "reference_verdict": reference.verdict.value, "rejected_algorithms": report.rejected,
+        "sides": sides,
+    }  # fmt: skip
+    if reference.verdict is Verdict.CORRECT:
+        row["speedup"] = best / reference.timing.device_warm.median_us
+        row["floor_fraction_reference"] = floor_us / reference.timing.device_warm.median_us
+    return row
+
+
+def throughput(harness_factory, A, n_kernels: int) -> dict:
+    """Evaluations per second on `A`: distinct sources (cold compile cache), then the same
+    sources again (warm cache). Quick timing, as during training."""
+    base = reference_kernel("spmv", None)
+    sources = [base + f"\n// variant {i}\n" for i in range(n_kernels)]
+    rates = {}
+    with tempfile.TemporaryDirectory() as cache, harness_factory(cache) as harness:
+        harness.evaluate(sources[0], A, "spmv")  # start the worker, load the matrix
+        for label in ("cold_cache", "warm_cache"):
+            start = time.perf_counter()
+            results = harness.evaluate_many(sources[1:], A, "spmv", timing=TimingConfig.quick())
+            seconds = time.perf_counter() - start
+            assert all(r.verdict is Verdict.CORRECT for r in results), results[0].detail
+            rates[label] = (len(sources) - 1) / seconds
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N shared matrices")
+    parser.add_argument("--large", type=float, default=2e7, help="largest synthetic size (nnz)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--throughput-kernels", type=int, default=65)
+    parser.add_argument("--out", default=None, help="results folder (default eval/results)")
+    args = parser.parse_args()
+
+    sizes = [int(s) for s in (1e5, 1e6, 1e7, args.large) if s <= args.large]
+    matrices = list(suitesparse_matrices(args.limit))
+    matrices += list(synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES}))
+    timing = TimingConfig(rounds=args.rounds, calls_per_round=args.calls, cold=True)
+    rows = []
+    with Harness(timeout_s=20.0, seed=0) as harness:
+        bandwidth = harness.copy_bandwidth_gbs()
+        device = harness.device_name
+        print(f"{device}: copy bandwidth {bandwidth:.0f} GB/s (read + write)")
+        for label, A in tqdm(matrices, desc="matrices"):
+            for op, n_cols in OPS:
+                rows.append(measure(harness, label, A, op, n_cols, timing, bandwidth))
+    million = next(A for label, A in matrices if label == "synthetic:uniform_random:1e+06")
+    rates = throughput(
+        lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
+    )
+
+    summary = speedup_summary([r for r in rows if "speedup" in r])
+    best_wins = {}
+    for row in rows:
+        best_wins[row["cusparse_best"]] = best_wins.get(row["cusparse_best"], 0) + 1
+    large = [r["floor_fraction_cusparse_best"] for r in rows if r["nnz"] >= 1e6]
+    path = write_results(
+        f"baseline_{device.replace(' ', '_')}",
+        {"device": device, "copy_bandwidth_gbs": bandwidth, "timing": vars(timing),
+         "throughput_evals_per_s": rates, "reference_vs_cusparse_best": summary,
+         "cusparse_best_algorithm_counts": best_wins, "rows": rows},
+        folder=args.out,
+    )  # fmt: skip
+    print_summary("straightforward CSR-vector kernel vs cuSPARSE-best (warm device time)", summary)
+    print(f"\ncuSPARSE-best algorithm counts: {best_wins}")
+    if large:
+        print(f"cuSPARSE-best fraction of the traffic floor at >= 1e6 nnz: median "
+              f"{sorted(large)[len(large) // 2]:.2f}, geomean {geometric_mean(large):.2f}")  # fmt: skip
+    print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile cache), "
+          f"{rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
