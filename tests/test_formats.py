@@ -133,7 +133,7 @@ def test_row_groups_respect_budget():
     row_ptr = np.concatenate([[0], np.cumsum(lengths)])
     groups = row_groups(row_ptr, 10)
     assert groups[0] == 0 and groups[-1] == len(lengths)
-    for start, end in zip(groups[:-1], groups[1:]):
+    for start, end in zip(groups[:-1], groups[1:], strict=False):
         assert end > start
         assert row_ptr[end] - row_ptr[start] <= 10 or end - start == 1
 

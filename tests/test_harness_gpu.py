@@ -64,7 +64,9 @@ def test_every_expert_variant_is_correct(harness, matrices):
 
     for name, A in matrices.items():
         for op, n_cols in (("spmv", None), ("spmm", 8), ("spmm", 32)):
-            chosen = variants(op, n_cols) + variants(op, n_cols, constants=MatrixConstants.from_matrix(A))
+            chosen = variants(op, n_cols) + variants(
+                op, n_cols, constants=MatrixConstants.from_matrix(A)
+            )
             formats = {variant.kernel_family.format for variant in chosen}
             assert {"csr", "ell", "sell"} <= formats if op == "spmv" else {"csr"} <= formats
             results = harness.evaluate_many([v.source() for v in chosen], A, op, n_cols, time=False)

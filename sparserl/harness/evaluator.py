@@ -206,7 +206,8 @@ class Harness:
     def _load(self, A, key: str) -> None:
         self._matrices[key] = A
         if key not in self.worker.loaded:
-            self._call("add_matrix", key, A, timeout_s=max(60.0, A.nnz / 1e6 * 10))
+            evicted = self._call("add_matrix", key, A, timeout_s=max(60.0, A.nnz / 1e6 * 10))
+            self.worker.loaded.difference_update(evicted)
             self.worker.loaded.add(key)
 
     def _verify(self, kernel_id, A, key, n_cols) -> EvalResult:

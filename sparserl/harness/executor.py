@@ -168,10 +168,15 @@ class Executor:
             self.time([f"__warm_up_{op}__"], "__warm_up__", n_cols, True, TimingConfig(1, 2))
         self.matrices.pop("__warm_up__")
 
-    def add_matrix(self, key: str, A: sp.csr_matrix, seed: int | None = None) -> None:
+    def add_matrix(self, key: str, A: sp.csr_matrix, seed: int | None = None) -> list[str]:
+        """Hold A under `key`; returns the keys dropped to keep device memory bounded."""
+        self.matrices.pop(key, None)
         self.matrices[key] = DeviceMatrix(A, seed)
-        while len(self.matrices) > 2:  # keep device memory bounded
-            self.matrices.pop(next(iter(self.matrices)))
+        evicted = []
+        while len(self.matrices) > 2:
+            evicted.append(next(iter(self.matrices)))
+            self.matrices.pop(evicted[-1])
+        return evicted
 
     def copy_bandwidth_gbs(self) -> float:
         return copy_bandwidth_gbs()

@@ -45,6 +45,7 @@ _CONDITIONAL_DIRECTIVES = frozenset(
     {"if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef"}
 )
 _DIRECTIVE_NAME = re.compile(r"#\s*(\w*)")
+_INCLUDED = re.compile(r'[<"]([^>"]+)[>"]')
 
 
 @dataclass
@@ -171,7 +172,8 @@ class StreamingChecker:
         if word in _CONDITIONAL_DIRECTIVES:
             self._permissive = True
         elif word == "include":
-            self._names.open_world = True
+            header = _INCLUDED.search(token.text)
+            self._names.include(header.group(1) if header else "")
         elif word == "define":
             macro = parse_define(token.text)
             if macro is not None:

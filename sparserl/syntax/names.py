@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sparserl.syntax.cuda_names import builtin_names
+from sparserl.syntax.cuda_names import builtin_kinds, header_kinds, is_reserved
 from sparserl.syntax.lexer import Lexer
 from sparserl.syntax.scopes import SymbolKind, SymbolTable
 from sparserl.syntax.token_groups import CLOSERS, OPENERS
@@ -80,10 +80,22 @@ class NameResolver:
     def __init__(self) -> None:
         self.symbols = SymbolTable()
         self.macros: dict[str, Macro] = {}
-        self.builtins = builtin_names()
-        # True once an #include or a `using namespace` of a header's namespace may have
-        # brought in names the checker cannot see.
+        self.builtins: dict[str, str] = builtin_kinds()  # copied before a header extends it
+        self.included = False  # an #include was seen: reserved names (__x) may come from it
+        # True once an unknown header, or a `using namespace` of a header's namespace, may
+        # have brought in names the checker cannot know.
         self.open_world = False
+
+    def include(self, header: str) -> None:
+        """Take in the names `header` (as written between <> or "") declares."""
+        self.included = True
+        names = header_kinds(header)
+        if names is None:
+            self.open_world = True
+            return
+        if self.builtins is builtin_kinds():
+            self.builtins = dict(self.builtins)
+        self.builtins.update(names)
 
     def kind_of(self, name: str) -> SymbolKind | None:
         """What `name` refers to here, or None when it is declared nowhere the checker knows."""
@@ -92,15 +104,13 @@ class NameResolver:
         symbol = self.symbols.lookup(name)
         if symbol is not None:
             return symbol.kind
-        builtins = self.builtins
-        if name in builtins.types:
-            return "type"
-        if name in builtins.values or name.startswith(BUILTIN_PREFIXES):
+        kind = self.builtins.get(name)
+        if kind is not None:
+            return kind  # type: ignore[return-value]
+        if name.startswith(BUILTIN_PREFIXES):
             return "function"
-        if name in builtins.namespaces:
-            return "namespace"
-        if name in builtins.macros:
-            return "macro"
+        if self.included and is_reserved(name):
+            return "name"
         return None
 
     def stands_for_anything(self, text: str) -> bool:

@@ -480,7 +480,7 @@ class StatementReader:
         words = texts(tokens)
         if words[:2] == ["using", "namespace"]:
             target = self.names.kind_of(words[2]) if len(words) > 2 else None
-            if target != "namespace" or words[2] in self.names.builtins.namespaces:
+            if target != "namespace" or self.names.symbols.lookup(words[2]) is None:
                 self.names.open_world = True  # a header's namespace: its names are unknown
             return
         if len(words) > 2 and words[2] == "=" and tokens[1].kind == "ident":

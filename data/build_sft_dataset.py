@@ -1,0 +1,134 @@
+"""Build the SFT dataset on a GPU: autotune the expert kernels on each matrix and record
+the ranked correct variants with their times (see sparserl.sft_data).
+
+Matrices, in the order they are processed (the lists interleave, so a run stopped by
+its time budget still covers every set):
+- shared SuiteSparse: SpMV on all; SpMM N = 8, 32, 128 on every 4th by nnz;
+- shared DLMC (ResNet-50): the 6 largest layers of each method x sparsity, SpMV and SpMM;
+- synthetic families at 1e5, 1e6 and 1e7 nnz (2e7 for three families), SpMV and SpMM.
+
+    python data/build_sft_dataset.py --out data/sft/sft_h100.jsonl [--budget-s 540]
+
+Resumable: records already in --out are skipped, and each record is appended as soon as
+it is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from sparserl.autotune import Autotuner
+from sparserl.datasets.dlmc import DLMCCollection
+from sparserl.harness import Harness
+from sparserl.harness.check import traffic_floor_bytes
+from sparserl.sft_data import MatrixRef, SFTRecord, append_record, read_records
+
+SPMM_WIDTHS = (8, 32, 128)
+SYNTHETIC = {
+    "banded": (1e5, 1e6, 1e7), "stencil_2d": (1e5, 1e6, 1e7), "stencil_3d": (1e5, 1e6, 1e7, 2e7),
+    "power_law": (1e5, 1e6, 1e7, 2e7), "uniform_random": (1e5, 1e6, 1e7, 2e7),
+    "row_skewed": (1e5, 1e6, 1e7), "block_sparse": (1e5, 1e6, 1e7), "pruned_weights": (1e5, 1e6, 1e7),
+}  # fmt: skip
+
+
+def shared_data_folder() -> Path:
+    default = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(os.environ.get("SPARSERL_SHARED_DATA", default))
+
+
+def all_ops() -> list[tuple[str, int | None]]:
+    return [("spmv", None)] + [("spmm", n) for n in SPMM_WIDTHS]
+
+
+def suitesparse_jobs(shared: Path):
+    import csv
+
+    with open(shared / "suitesparse" / "manifest.csv") as handle:
+        files = [row["file"] for row in csv.DictReader(handle)]  # sorted by stored entries
+    for index, name in enumerate(files):
+        yield MatrixRef("suitesparse", name), all_ops() if index % 4 == 0 else [("spmv", None)]
+
+
+def dlmc_jobs(shared: Path):
+    collection = DLMCCollection(shared / "dlmc")
+    groups = itertools.groupby(
+        sorted(collection.entries, key=lambda e: (e.method, e.sparsity)),
+        key=lambda e: (e.method, e.sparsity),
+    )
+    for _, entries in groups:
+        largest = sorted(entries, key=lambda e: -e.path.stat().st_size)[:6]
+        for entry in largest:
+            yield MatrixRef("dlmc", str(Path(entry.name).parent / entry.path.name)), all_ops()
+
+
+def synthetic_jobs():
+    for size_rank in range(4):
+        for family, sizes in SYNTHETIC.items():
+            if size_rank < len(sizes):
+                yield MatrixRef("synthetic", family, int(sizes[size_rank])), all_ops()
+
+
+def interleave(*iterables):
+    """a1, b1, c1, a2, b2, ... until every iterable is exhausted."""
+    sentinel = object()
+    for items in itertools.zip_longest(*iterables, fillvalue=sentinel):
+        yield from (item for item in items if item is not sentinel)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, required=True, help="JSON-lines file (appended to)")
+    parser.add_argument(
+        "--budget-s", type=float, default=None, help="stop starting new jobs after this"
+    )
+    args = parser.parse_args()
+    shared = shared_data_folder()
+    done = (
+        {(r.matrix, r.op, r.n_cols) for r in read_records(args.out)} if args.out.exists() else set()
+    )
+    jobs = interleave(suitesparse_jobs(shared), dlmc_jobs(shared), synthetic_jobs())
+    jobs = [(ref, [op for op in ops if (ref, *op) not in done]) for ref, ops in jobs]
+    jobs = [(ref, ops) for ref, ops in jobs if ops]
+    start = time.monotonic()
+    with Harness(timeout_s=10.0, seed=0) as harness:
+        tuner = Autotuner(harness)
+        bandwidth = harness.copy_bandwidth_gbs()
+        for ref, ops in tqdm(jobs, desc="matrices"):
+            if args.budget_s and time.monotonic() - start > args.budget_s:
+                print(f"time budget reached after {len(done)} earlier records")
+                break
+            A = ref.load(shared)
+            for op, n_cols in ops:
+                append_record(args.out, measure(tuner, ref, A, op, n_cols, bandwidth))
+                done.add((ref, op, n_cols))
+
+
+def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, bandwidth: float):
+    """Tune A for one op and turn the result into an SFT record."""
+    tuned = tuner.tune(A, op, n_cols)
+    m, n = A.shape
+    floor_us = traffic_floor_bytes(8 * A.nnz + 4 * (m + 1), m, n, n_cols) / (bandwidth * 1e3)
+    extra = {
+        "m": m, "n": n, "copy_bandwidth_gbs": bandwidth, "traffic_floor_us": floor_us,
+        "baseline_device_cold_us": tuned.baseline_device_cold_us,
+        "baseline_latency_warm_us": tuned.baseline_latency_warm_us,
+        "preprocessing_s": tuned.preprocessing_s, "break_even_calls": tuned.break_even_calls(),
+        "failed": tuned.failed,
+    }  # fmt: skip
+    return SFTRecord(
+        matrix=ref, op=op, n_cols=n_cols, nnz=int(A.nnz), device=tuned.device,
+        baseline_name=tuned.baseline_name, baseline_device_warm_us=tuned.baseline_device_warm_us,
+        ranked=[item.__dict__ for item in tuned.ranked], date=time.strftime("%Y-%m-%d"), extra=extra,
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
