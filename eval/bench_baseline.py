@@ -96,6 +96,14 @@ def throughput(harness_factory, A, n_kernels: int) -> dict:
     return rates
 
 
+def interleave(first: list, second: list) -> list:
+    """first[0], second[0], first[1], ...: a run cut short by its budget covers both."""
+    merged = []
+    for index in range(max(len(first), len(second))):
+        merged += first[index : index + 1] + second[index : index + 1]
+    return merged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -106,21 +114,29 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--throughput-kernels", type=int, default=65)
     parser.add_argument("--out", default=None, help="results folder (default eval/results)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="start no new matrix after this many seconds (results so far are kept)")  # fmt: skip
     args = parser.parse_args()
 
     sizes = [int(s) for s in (1e5, 1e6, 1e7, args.large) if s <= args.large]
-    matrices = list(suitesparse_matrices(args.limit))
-    matrices += list(synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES}))
+    synthetic = list(synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES}))
+    matrices = interleave(list(suitesparse_matrices(args.limit)), synthetic)
     timing = TimingConfig(rounds=args.rounds, calls_per_round=args.calls, cold=True)
     rows = []
     with Harness(timeout_s=20.0, seed=0) as harness:
         bandwidth = harness.copy_bandwidth_gbs()
         device = harness.device_name
         print(f"{device}: copy bandwidth {bandwidth:.0f} GB/s (read + write)")
+        start = time.monotonic()
         for label, A in tqdm(matrices, desc="matrices"):
+            if args.budget_s and time.monotonic() - start > args.budget_s:
+                print(
+                    f"time budget reached: measured {len(rows) // len(OPS)} of {len(matrices)} matrices"
+                )
+                break
             for op, n_cols in OPS:
                 rows.append(measure(harness, label, A, op, n_cols, timing, bandwidth))
-    million = next(A for label, A in matrices if label == "synthetic:uniform_random:1e+06")
+    million = next(A for label, A in synthetic if label == "synthetic:uniform_random:1e+06")
     rates = throughput(
         lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
     )

@@ -102,7 +102,8 @@ def describe(kernel: GeneratedKernel) -> str:
     if verdict.ok:
         return f"{kernel.n_tokens} tokens, syntax ok"
     stopped = "stopped early, " if kernel.stopped_early else ""
-    return f"{kernel.n_tokens} tokens, {stopped}syntax error at character {verdict.position}: {verdict.reason}"
+    where = f" on line {verdict.line}" if verdict.line is not None else ""
+    return f"{kernel.n_tokens} tokens, {stopped}syntax error{where}: {verdict.reason}"
 
 
 def main(argv: list[str] | None = None) -> int:

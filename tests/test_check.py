@@ -54,3 +54,21 @@ def test_guards():
     assert guards_intact(buffer, length)
     buffer[GUARD_ELEMENTS + length] = 0.0
     assert not guards_intact(buffer, length)
+
+
+def test_blocked_reference_and_chunked_compare_agree_with_whole():
+    rng = np.random.default_rng(3)
+    A = sp.random(300, 200, density=0.05, random_state=rng, format="csr", dtype=np.float32)
+    B = random_dense_input(rng, 200, 40)
+    expected, tolerance = reference(A, B, column_block=16)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    np.testing.assert_allclose(expected, exact, rtol=1e-7)
+    assert expected.dtype == np.float32 and (tolerance > 0).all()
+    out = (A @ B).astype(np.float32)
+    out[123, 37] += 1.0
+    out[5, 2] = np.nan
+    whole = compare(out, expected, tolerance)
+    assert whole == compare(out, expected, tolerance, chunk_elements=97)
+    assert "1 output element(s) are NaN" in whole and "(5, 2)" in whole
+    out[5, 2] = (A @ B)[5, 2]
+    assert "worst at (123, 37)" in compare(out, expected, tolerance, chunk_elements=97)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -9,6 +11,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen3Config, T5Config
 
+from sparserl.kernels import all_variant_sources
 from sparserl.model_configs import default_config
 from sparserl.policy import (
     LoraSettings,
@@ -17,6 +20,7 @@ from sparserl.policy import (
     all_feature_names,
 )
 from sparserl.syntax import StreamingChecker, check, extract_code
+from sparserl.syntax_stopping import IncrementalDecoder, SyntaxStoppingCriteria
 from sparserl.tokenizer import (
     MATRIX_TOKEN,
     SPECIAL_TOKENS,
@@ -243,6 +247,21 @@ def test_syntax_checker_stops_garbage_early(kind, matrices):
     for kernel in samples:
         if not kernel.stopped_early:
             assert kernel.verdict == check(kernel.source)
+
+
+def test_streaming_check_accepts_expert_kernels_token_by_token():
+    # The stopping criterion must never stop a valid program: feed expert kernels to it
+    # one token at a time, as generation does, over a batch of two rows.
+    tokenizer = default_tokenizer()
+    for source in itertools.islice(all_variant_sources(), 0, None, 15):
+        ids = torch.tensor(tokenizer(source, add_special_tokens=False)["input_ids"]).repeat(2, 1)
+        criteria = SyntaxStoppingCriteria(tokenizer, 2, tokenizer.eos_token_id)
+        for step in range(ids.shape[1]):
+            assert not criteria(ids[:, : step + 1], None).any(), criteria.verdicts
+        decoder = IncrementalDecoder(tokenizer)
+        streamed = "".join(decoder.push(token_id) for token_id in ids[0].tolist())
+        assert streamed == source
+        assert criteria.checkers[0].finish().ok
 
 
 @pytest.mark.parametrize("kind", KINDS)

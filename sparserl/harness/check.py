@@ -40,47 +40,73 @@ def array_module(array):
     return np
 
 
-def reference(A: sp.csr_matrix, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 result A @ dense and the per-element tolerance.
+def reference(A: sp.csr_matrix, dense: np.ndarray, column_block: int = 16):
+    """The answer A @ dense computed in float64, and the per-element tolerance.
 
     The tolerance of output row i is SAFETY_FACTOR * u * (len_i + 2) * (|A| |dense|)_i,
     the worst-case error bound of summing len_i fp32 products in any order (u is the
-    fp32 unit roundoff), plus a tiny absolute floor so exact zeros compare equal.
+    fp32 unit roundoff), plus u * |answer| because the answer is stored rounded to
+    float32 (to halve the memory of large SpMM checks), plus a tiny absolute floor so
+    exact zeros compare equal. Both are returned as float32 arrays shaped like the
+    output; SpMM is computed `column_block` columns at a time to bound float64 memory.
     """
     xp = array_module(dense)
     A64 = A.astype(np.float64)
-    dense64 = dense.astype(np.float64)
-    result = A64 @ dense64
-    magnitude = abs(A64) @ xp.abs(dense64)
-    row_lengths = xp.diff(A.indptr).astype(np.float64) + 2.0
-    if result.ndim == 2:
-        row_lengths = row_lengths[:, None]
-    tolerance = SAFETY_FACTOR * UNIT_ROUNDOFF_FP32 * row_lengths * magnitude + 1e-30
-    return result, tolerance
+    magnitude_of_A = abs(A64)
+    row_factor = SAFETY_FACTOR * UNIT_ROUNDOFF_FP32 * (xp.diff(A.indptr).astype(np.float64) + 2.0)
+    out_shape = (A.shape[0], *dense.shape[1:])
+    expected = xp.empty(out_shape, dtype=np.float32)
+    tolerance = xp.empty(out_shape, dtype=np.float32)
+    width = 1 if dense.ndim == 1 else dense.shape[1]
+    for start in range(0, width, column_block):
+        columns = slice(start, start + column_block)
+        block = (dense if dense.ndim == 1 else dense[:, columns]).astype(np.float64)
+        answer = A64 @ block
+        factor = row_factor if dense.ndim == 1 else row_factor[:, None]
+        bound = factor * (magnitude_of_A @ xp.abs(block)) + UNIT_ROUNDOFF_FP32 * xp.abs(answer)
+        if dense.ndim == 1:
+            expected[...], tolerance[...] = answer, bound + 1e-30
+        else:
+            expected[:, columns], tolerance[:, columns] = answer, bound + 1e-30
+    return expected, tolerance
 
 
-def compare(output: np.ndarray, expected: np.ndarray, tolerance: np.ndarray) -> str:
+def compare(output, expected, tolerance, chunk_elements: int = 1 << 24) -> str:
     """'' when `output` matches, else a one-line reason (NaN elements or the worst element).
 
     Outputs are poisoned with NaN and inputs are followed by NaN guards, so a NaN means
-    an element was never written or was computed from memory outside the inputs."""
+    an element was never written or was computed from memory outside the inputs.
+    Works through the output `chunk_elements` at a time to bound temporary memory."""
     xp = array_module(output)
-    not_a_number = xp.isnan(output)
-    if not_a_number.any():
-        first = tuple(int(i) for i in xp.argwhere(not_a_number)[0])
+    flat_out, flat_expected, flat_tolerance = (a.reshape(-1) for a in (output, expected, tolerance))
+    n_nan, first_nan, n_bad, worst, worst_ratio = 0, None, 0, None, 0.0
+    for start in range(0, flat_out.size, chunk_elements):
+        piece = slice(start, start + chunk_elements)
+        out = flat_out[piece].astype(np.float64)
+        nan = xp.isnan(out)
+        if nan.any():
+            n_nan += int(nan.sum())
+            first_nan = first_nan if first_nan is not None else start + int(xp.argmax(nan))
+            continue
+        ratio = xp.abs(out - flat_expected[piece]) / flat_tolerance[piece]
+        bad = ratio > 1.0
+        if bad.any():
+            n_bad += int(bad.sum())
+            index = int(xp.argmax(ratio))
+            if float(ratio[index]) > worst_ratio:
+                worst, worst_ratio = start + index, float(ratio[index])
+    if n_nan:
+        first = tuple(int(i) for i in np.unravel_index(first_nan, output.shape))
         return (
-            f"{int(not_a_number.sum())} output element(s) are NaN: never written, or read "
+            f"{n_nan} output element(s) are NaN: never written, or read "
             f"outside the inputs (first at {first})"
         )
-    error = xp.abs(output.astype(np.float64) - expected)
-    bad = error > tolerance
-    if not bad.any():
+    if not n_bad:
         return ""
-    worst = np.unravel_index(int(xp.argmax(xp.where(bad, error / tolerance, 0))), output.shape)
+    at = tuple(int(i) for i in np.unravel_index(worst, output.shape))
     return (
-        f"{int(bad.sum())} output element(s) wrong; worst at {tuple(int(i) for i in worst)}: "
-        f"got {float(output[worst]):.6g}, expected {float(expected[worst]):.6g} "
-        f"(tolerance {float(tolerance[worst]):.3g})"
+        f"{n_bad} output element(s) wrong; worst at {at}: got {float(flat_out[worst]):.6g}, "
+        f"expected {float(flat_expected[worst]):.6g} (tolerance {float(flat_tolerance[worst]):.3g})"
     )
 
 

@@ -86,8 +86,17 @@ class DeviceMatrix:
 
     def trial(self, index: int, n_cols: int | None) -> Trial:
         if (index, n_cols) not in self._trials:
+            self._keep_only_width(n_cols)
             self.refresh_dense(index, n_cols)
         return self._trials[(index, n_cols)]
+
+    def _keep_only_width(self, n_cols: int | None) -> None:
+        """Drop trials, dense buffers and baselines of other output widths: at 10^7 nnz
+        one width's answers and buffers already take gigabytes."""
+        self._trials = {key: t for key, t in self._trials.items() if key[1] == n_cols}
+        self._dense = {key: d for key, d in self._dense.items() if key[2] == n_cols}
+        self.baselines = {key: b for key, b in self.baselines.items() if key == n_cols}
+        cupy.get_default_memory_pool().free_all_blocks()
 
     def refresh_dense(self, index: int, n_cols: int | None) -> Trial:
         """Give trial `index` a fresh dense input (device buffers updated in place)."""
@@ -176,6 +185,7 @@ class Executor:
         while len(self.matrices) > 2:
             evicted.append(next(iter(self.matrices)))
             self.matrices.pop(evicted[-1])
+        cupy.get_default_memory_pool().free_all_blocks()
         return evicted
 
     def copy_bandwidth_gbs(self) -> float:

@@ -147,7 +147,7 @@ class StreamingChecker:
             return
         region = self._regions[-1]
         if token.kind == "ident" and token.text in self._names.macros:
-            shape = self._names.macros[token.text].shape
+            shape = self._names.macro_shape(token.text)
             self._permissive = self._permissive or shape == "unsafe"
             region.opaque = region.opaque or shape == "statement"
         text = token.text

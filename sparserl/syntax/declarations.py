@@ -166,8 +166,10 @@ def _type_name(
     if first.kind != "ident":
         return None
     kind = names.kind_of(first.text)
+    if kind in ("variable", "function") and names.symbols.lookup(first.text) is not None:
+        return None  # a declared value: the statement is an expression
     if kind in ("variable", "function"):
-        return None
+        kind = "name"  # a built-in value, by the header scan; trust only the shape that follows
     end = _qualified_name_end(tokens, index)
     qualified = end - index > 1
     if kind != "type" and not _starts_declarator(tokens, end):
@@ -244,7 +246,10 @@ def parse_declarator(
         close = matching(tokens, index)  # '(*name)': a pointer to a function or an array
         inner, _ = parse_declarator(tokens[index + 1 : close], 0, names)
         declarator.name, declarator.pointer = inner.name, declarator.pointer + inner.pointer
-        index = _skip_suffixes(tokens, close + 1)
+        declarator.array_sizes = inner.array_sizes
+        index = close + 1
+        if index < len(tokens) and tokens[index].text == "(":  # the pointee's parameters
+            index = _skip_suffixes(tokens, matching(tokens, index) + 1)
     else:
         index = _declarator_name(tokens, index, declarator)
     index = _suffixes(tokens, index, declarator, names)

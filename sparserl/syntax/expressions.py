@@ -24,6 +24,8 @@ from sparserl.syntax.vocabulary import (
 
 # After these a name is a member, a qualified name or a dependent template: not looked up.
 _QUALIFIERS = frozenset({".", "->", ".*", "->*", "::", "template"})
+# Words of a fundamental, non-pointer type: a variable of such a type is no function.
+_FUNDAMENTAL = (TYPE_KEYWORDS - {"auto", "void"}) | {"const", "volatile"}
 
 
 def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) -> None:
@@ -31,8 +33,10 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
 
     `lenient` turns the undeclared-name check off (class bodies, templates).
     """
-    operand_before = False  # the previous token ends an operand: a literal, a value, ']'
-    subscripts: list[bool] = []  # for each open '[': whether it follows an operand
+    operand_before = False  # the previous token ends an operand: a literal, a value, a call
+    # For each open bracket: whether it closes an operand (a call or a subscript, which
+    # follow an operand) or not (a cast, a grouping, a lambda's captures).
+    closes_operand: list[bool] = []
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -68,20 +72,18 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
                 raise Doomed(f"'{text}' is not declared", token)
             is_value = kind in ("variable", "function")
             _check_adjacent(operand_before and is_value, token)
+            if following == "(" and kind == "variable":
+                _check_callable(names, token)
             operand_before = is_value and following != "::"
         elif token.kind in ("number", "string"):
-            concatenation = (
-                token.kind == "string" and previous is not None and previous.kind == "string"
-            )
+            concatenation = token.kind == "string" and previous is not None and previous.kind == "string"
             _check_adjacent(operand_before and not concatenation, token)
             operand_before = True
-        elif text == "[":
-            subscripts.append(
-                operand_before or (previous is not None and previous.text in (")", "]"))
-            )
+        elif text in ("(", "["):
+            closes_operand.append(operand_before)
             operand_before = False
-        elif text == "]":
-            operand_before = subscripts.pop() if subscripts else False
+        elif text in (")", "]"):
+            operand_before = closes_operand.pop() if closes_operand else False
         else:
             operand_before = False
         index += 1
@@ -90,6 +92,14 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
 def _check_adjacent(adjacent: bool, token: Token) -> None:
     if adjacent:
         raise Doomed(f"expected an operator or ';' before '{token.text}'", token)
+
+
+def _check_callable(names: NameResolver, token: Token) -> None:
+    """A variable of a fundamental type (int, const float, ...) cannot be called."""
+    symbol = names.symbols.lookup(token.text)
+    words = symbol.type.split() if symbol is not None else []
+    if words and all(word in _FUNDAMENTAL for word in words):
+        raise Doomed(f"'{token.text}' is a variable of type '{symbol.type}', not a function", token)
 
 
 def _macro_use(tokens: list[Token], index: int, names: NameResolver) -> int:

@@ -57,7 +57,7 @@ def _declarations(words: list[str]) -> list[tuple[str, Kind]]:
             elif _class_key(head):
                 found += _class_names(head, words[index + 1 : close])
                 statement.append(_BODY)
-            elif "=" in head:  # a braced initializer
+            elif any(w == "=" and head[i - 1] != "operator" for i, w in enumerate(head)):  # initializer
                 statement.append(_BODY)
             else:  # a function definition
                 found += _statement_names(head)

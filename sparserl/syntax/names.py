@@ -113,6 +113,19 @@ class NameResolver:
             return "name"
         return None
 
+    def macro_shape(self, name: str) -> MacroShape:
+        """The shape of the program's macro `name`, counting the macros its body uses."""
+        shapes = ("expression", "statement", "unsafe")
+        worst, pending, seen = "expression", [name], set()
+        while pending:
+            macro = self.macros.get(pending.pop())
+            if macro is None or macro.name in seen:
+                continue
+            seen.add(macro.name)
+            worst = max(worst, macro.shape, key=shapes.index)
+            pending.extend(macro.body_names)
+        return worst  # type: ignore[return-value]
+
     def stands_for_anything(self, text: str) -> bool:
         """Whether the word `text` may expand to, or declare, anything: a macro, or in an
         open world any undeclared name (it may be a header's macro)."""

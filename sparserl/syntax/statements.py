@@ -179,7 +179,10 @@ class StatementReader:
         if declarator.qualified or name is None:
             lenient = True  # a member function defined outside its class
         else:
-            self.symbols.declare(Symbol(name.text, "function", line=name.line), self._outside_templates())
+            # a friend defined in a class is found (by argument-dependent lookup) outside it
+            friend = "friend" in spec.storage
+            scope = self.symbols.enclosing(("file", "namespace")) if friend else self._outside_templates()
+            self.symbols.declare(Symbol(name.text, "function", line=name.line), scope)
             if name.text == ENTRY_NAME and region_kind in ENTRY_REGIONS:
                 self.on_entry(tokens, name)
         self.symbols.push("function")
@@ -232,7 +235,8 @@ class StatementReader:
         if spec is None or not spec.certain or spec.class_key:
             return
         declarator, end = parse_declarator(tokens, spec.end, self.names)
-        if declarator.is_function and declarator.name is not None and end == len(tokens):
+        is_definition = end == len(tokens) and not (declarator.initializer or declarator.special_body)
+        if declarator.is_function and declarator.name is not None and is_definition:
             raise Doomed(
                 f"function '{declarator.name.text}' cannot be defined inside another function "
                 "(a missing '}'?)",
@@ -247,7 +251,7 @@ class StatementReader:
         for variables the heads declare."""
         pushed = 0
         while True:
-            tokens = strip_labels(tokens)
+            tokens = self._without_leading_macro(strip_labels(tokens))
             if not tokens:
                 return tokens, pushed
             word = tokens[0].text
@@ -332,7 +336,7 @@ class StatementReader:
         elif word in ("break", "continue"):
             if len(tokens) > 1 and not self._may_hide_a_semicolon(tokens[1]):
                 raise Doomed(f"expected ';' after '{word}'", tokens[1])
-        elif word in ("goto", "static_assert") or word in OPAQUE_GROUPS:
+        elif word == "goto" or word in OPAQUE_GROUPS:
             return
         elif word in ("using", "namespace"):
             self._using_or_alias(tokens, lenient)
@@ -498,6 +502,16 @@ class StatementReader:
 
     def _may_hide_a_semicolon(self, token: Token) -> bool:
         return token.kind == "ident" and self.names.stands_for_anything(token.text)
+
+    def _without_leading_macro(self, tokens: list[Token]) -> list[Token]:
+        """Drop a macro (and its arguments) that precedes a control statement: it expands to
+        something a statement may follow, such as `_Pragma("unroll")`."""
+        if not tokens or tokens[0].kind != "ident" or self.names.kind_of(tokens[0].text) != "macro":
+            return tokens
+        after = matching(tokens, 1) + 1 if len(tokens) > 1 and tokens[1].text == "(" else 1
+        if after < len(tokens) and tokens[after].text in CONTROL_WITH_HEAD | CONTROL_WITHOUT_HEAD:
+            return tokens[after:]
+        return tokens
 
     def _certainly_not_a_declaration(self, first: Token) -> bool:
         """At namespace scope, whether a statement starting with `first` (and not read as a

@@ -24,7 +24,7 @@ ATTRIBUTE_GROUPS = frozenset(
 
 # Words followed by a parenthesised group whose insides the checker does not read.
 OPAQUE_GROUPS = ATTRIBUTE_GROUPS | frozenset(
-    "asm __asm__ __asm _Pragma __builtin_offsetof offsetof __builtin_va_arg static_assert "
+    "asm __asm__ __asm _Pragma __builtin_offsetof offsetof __builtin_va_arg "
     "__builtin_types_compatible_p".split()
 )
 
@@ -65,5 +65,5 @@ KEYWORDS = (
 # Literals among the keywords: they are operands in an expression.
 LITERAL_KEYWORDS = frozenset({"true", "false", "nullptr", "this"})
 
-# Prefixes of compiler built-ins that no header declares ('__builtin_expect', '__nv_...').
-BUILTIN_PREFIXES = ("__builtin_", "__nvvm_", "__nv_", "__cuda_", "__cudart_")
+# Prefixes of compiler built-in functions that no header declares ('__builtin_expect').
+BUILTIN_PREFIXES = ("__builtin_", "__nvvm_")
