@@ -101,12 +101,14 @@ def main() -> None:
     with Harness(timeout_s=10.0, seed=0) as harness:
         tuner = Autotuner(harness)
         bandwidth = harness.copy_bandwidth_gbs()
-        for ref, ops in tqdm(jobs, desc="matrices"):
+        for ref, ops in tqdm(jobs, desc="matrices", disable=None):
             if args.budget_s and time.monotonic() - start > args.budget_s:
-                print(f"time budget reached after {len(done)} earlier records")
+                print(f"time budget reached; {len(done)} records in {args.out}")
                 break
             A = ref.load(shared)
             for op, n_cols in ops:
+                if args.budget_s and time.monotonic() - start > args.budget_s:
+                    break
                 append_record(args.out, measure(tuner, ref, A, op, n_cols, bandwidth))
                 done.add((ref, op, n_cols))
 

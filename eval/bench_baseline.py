@@ -8,7 +8,7 @@ per row with float4 loads of B) run through the harness. Warm and cold, device t
 call latency, and each side's fraction of the memory-traffic floor. Then the harness's
 throughput (evaluations per second, compile included) on a 1e6-nnz matrix.
 
-    python eval/bench_baseline.py [--limit 20] [--large 2e7] [--rounds 3 --calls 10]
+    python eval/bench_baseline.py [--stride 10] [--sizes 1e6,2e7] [--rounds 3 --calls 10] [--budget-s 600]
 
 Writes eval/results/baseline_<gpu>.json (per-matrix rows) and prints the summary.
 """
@@ -29,6 +29,7 @@ from summary import (
 )
 from tqdm import tqdm
 
+from sparserl.datasets.synthetic import make
 from sparserl.harness import Harness, TimingConfig, Verdict
 from sparserl.harness.check import traffic_floor_bytes
 from sparserl.kernels import KernelVariant
@@ -108,59 +109,67 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--limit", type=int, default=None, help="only the first N shared matrices")
-    parser.add_argument("--large", type=float, default=2e7, help="largest synthetic size (nnz)")
+    parser.add_argument("--stride", type=int, default=1, help="every k-th shared matrix by nnz")
+    parser.add_argument("--sizes", default="1e5,1e6,1e7,2e7", help="synthetic sizes (nnz)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--throughput-kernels", type=int, default=65)
     parser.add_argument("--out", default=None, help="results folder (default eval/results)")
     parser.add_argument("--budget-s", type=float, default=None,
-                        help="start no new matrix after this many seconds (results so far are kept)")  # fmt: skip
+                        help="start no new measurement after this many seconds")  # fmt: skip
     args = parser.parse_args()
 
-    sizes = [int(s) for s in (1e5, 1e6, 1e7, args.large) if s <= args.large]
+    sizes = [int(float(size)) for size in args.sizes.split(",")]
     synthetic = list(synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES}))
-    matrices = interleave(list(suitesparse_matrices(args.limit)), synthetic)
+    matrices = interleave(list(suitesparse_matrices())[:: args.stride], synthetic)
     timing = TimingConfig(rounds=args.rounds, calls_per_round=args.calls, cold=True)
+    million = make("uniform_random", 1_000_000, seed=0)
+    rates = throughput(
+        lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
+    )
+    print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile cache), "
+          f"{rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
     rows = []
+    start = time.monotonic()
     with Harness(timeout_s=20.0, seed=0) as harness:
         bandwidth = harness.copy_bandwidth_gbs()
         device = harness.device_name
         print(f"{device}: copy bandwidth {bandwidth:.0f} GB/s (read + write)")
-        start = time.monotonic()
-        for label, A in tqdm(matrices, desc="matrices"):
-            if args.budget_s and time.monotonic() - start > args.budget_s:
-                print(
-                    f"time budget reached: measured {len(rows) // len(OPS)} of {len(matrices)} matrices"
-                )
-                break
+        for label, A in tqdm(matrices, desc="matrices", disable=None):
             for op, n_cols in OPS:
+                if args.budget_s and time.monotonic() - start > args.budget_s:
+                    break
                 rows.append(measure(harness, label, A, op, n_cols, timing, bandwidth))
-    million = next(A for label, A in synthetic if label == "synthetic:uniform_random:1e+06")
-    rates = throughput(
-        lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
-    )
-
+            path = save(args, device, bandwidth, timing, rates, rows)  # after every matrix
+    print(f"measured {len(rows)} (matrix, op) pairs of {len(matrices) * len(OPS)} in "
+          f"{time.monotonic() - start:.0f} s")  # fmt: skip
     summary = speedup_summary([r for r in rows if "speedup" in r])
-    best_wins = {}
-    for row in rows:
-        best_wins[row["cusparse_best"]] = best_wins.get(row["cusparse_best"], 0) + 1
-    large = [r["floor_fraction_cusparse_best"] for r in rows if r["nnz"] >= 1e6]
-    path = write_results(
-        f"baseline_{device.replace(' ', '_')}",
-        {"device": device, "copy_bandwidth_gbs": bandwidth, "timing": vars(timing),
-         "throughput_evals_per_s": rates, "reference_vs_cusparse_best": summary,
-         "cusparse_best_algorithm_counts": best_wins, "rows": rows},
-        folder=args.out,
-    )  # fmt: skip
     print_summary("straightforward CSR-vector kernel vs cuSPARSE-best (warm device time)", summary)
-    print(f"\ncuSPARSE-best algorithm counts: {best_wins}")
+    print(f"\ncuSPARSE-best algorithm counts: {algorithm_counts(rows)}")
+    large = [r["floor_fraction_cusparse_best"] for r in rows if r["nnz"] >= 1e6]
     if large:
         print(f"cuSPARSE-best fraction of the traffic floor at >= 1e6 nnz: median "
               f"{sorted(large)[len(large) // 2]:.2f}, geomean {geometric_mean(large):.2f}")  # fmt: skip
-    print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile cache), "
-          f"{rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
     print(f"wrote {path}")
+
+
+def algorithm_counts(rows: list[dict]) -> dict[str, int]:
+    """How often each cuSPARSE algorithm was the best one."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["cusparse_best"]] = counts.get(row["cusparse_best"], 0) + 1
+    return counts
+
+
+def save(args, device, bandwidth, timing, rates, rows):
+    return write_results(
+        f"baseline_{device.replace(' ', '_')}",
+        {"device": device, "copy_bandwidth_gbs": bandwidth, "timing": vars(timing),
+         "throughput_evals_per_s": rates,
+         "reference_vs_cusparse_best": speedup_summary([r for r in rows if "speedup" in r]),
+         "cusparse_best_algorithm_counts": algorithm_counts(rows), "rows": rows},
+        folder=args.out,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--out",
-        type=Path,
         help="a .cu file (one sample) or a directory (an existing one, or a path ending in / or "
         "without suffix) that receives <matrix>_<op>_<i>.cu; default: stdout",
     )
@@ -82,16 +81,17 @@ def matrix_stem(path: Path) -> str:
     return name
 
 
-def output_files(out: Path, stem: str, op: str, count: int) -> list[Path]:
+def output_files(out: str, stem: str, op: str, count: int) -> list[Path]:
     """Where the `count` kernels go: `out` itself if it names a file, else files inside it."""
-    names_directory = out.is_dir() or str(out).endswith(("/", "\\")) or not out.suffix
+    path = Path(out)
+    names_directory = path.is_dir() or out.endswith(("/", "\\")) or not path.suffix
     if not names_directory:
         if count > 1:
             raise UsageError(
                 f"--out {out} names a file but {count} samples were asked: give a directory"
             )
-        return [out]
-    return [out / f"{stem}_{op}_{i}.cu" for i in range(count)]
+        return [path]
+    return [path / f"{stem}_{op}_{i}.cu" for i in range(count)]
 
 
 def describe(kernel: GeneratedKernel) -> str:

@@ -11,7 +11,7 @@ import scipy.sparse
 import torch
 from transformers import Qwen3Config
 
-from sparserl.generate import DEFAULT_MODEL_DIR, main, matrix_stem
+from sparserl.generate import DEFAULT_MODEL_DIR, main, matrix_stem, output_files
 from sparserl.io import load_matrix, save_matrix
 from sparserl.policy import SparseRLPolicy
 from sparserl.tokenizer import default_tokenizer
@@ -137,3 +137,11 @@ def test_matrix_stem_strips_compression_and_format():
     assert matrix_stem(Path("data/HB__bcsstk33.mtx.gz")) == "HB__bcsstk33"
     assert matrix_stem(Path("rn50/0.8/bottleneck_1.smtx")) == "bottleneck_1"
     assert matrix_stem(Path("a.b.npz")) == "a.b"
+
+
+def test_out_names_a_file_or_a_directory(tmp_path):
+    assert output_files(f"{tmp_path}/k.cu", "m", "spmv", 1) == [tmp_path / "k.cu"]
+    (tmp_path / "existing.d").mkdir()
+    for out in (f"{tmp_path}/run.v2/", f"{tmp_path}/kernels", f"{tmp_path}/existing.d"):
+        expected = [Path(out) / "m_spmm_0.cu", Path(out) / "m_spmm_1.cu"]
+        assert output_files(out, "m", "spmm", 2) == expected

@@ -24,7 +24,13 @@ from sparserl.syntax.abi_rules import AbiTracker
 from sparserl.syntax.lexer import Lexer, Token
 from sparserl.syntax.names import NameResolver, parse_define
 from sparserl.syntax.statements import StatementReader
-from sparserl.syntax.token_groups import CLOSERS, matching, skip_attributes, template_prefix, texts
+from sparserl.syntax.token_groups import (
+    CLOSERS,
+    matching,
+    skip_attributes,
+    template_prefix_end,
+    texts,
+)
 from sparserl.syntax.verdict import OK, Doomed, SyntaxVerdict
 from sparserl.syntax.vocabulary import (
     CLASS_KEYS,
@@ -60,6 +66,7 @@ class Region:
     anonymous: bool = False  # an anonymous class or union: its members leak out
     statement: list[Token] = field(default_factory=list)
     opaque: bool = False  # the statement being read uses a macro the checker cannot read
+    braced: bool = False  # the statement being read has an initializer list at its top level
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,7 @@ class StreamingChecker:
 
     def _end_statement(self, region: Region) -> None:
         tokens, opaque = region.statement, region.opaque
-        region.statement, region.opaque = [], False
+        region.statement, region.opaque, region.braced = [], False, False
         if self._permissive or opaque:
             self._reader.declare_names_only(tokens)
             return
@@ -227,6 +234,8 @@ class StreamingChecker:
     def _open_brace(self, token: Token, region: Region) -> None:
         kind, start = self._classify_brace(region)
         if kind is None:  # an initializer list: part of the statement
+            if len(self._brackets) == region.bracket_base:
+                self._first_initializer_brace(region)
             self._brackets.append(Bracket(token, len(region.statement), _last_text(region)))
             region.statement.append(token)
             return
@@ -256,7 +265,9 @@ class StreamingChecker:
             symbols.push("block")
             inner.scopes, inner.lenient = 1, True
         elif inner.kind == "block":
-            inner.scopes = reader.block_head(head, inner.lenient)
+            # a block opened by a macro (FOR_EACH(i, n) { ... }) may be anything: its first
+            # statement, or its contents when they end without ';', are not checked
+            inner.scopes, inner.opaque = reader.block_head(head, inner.lenient)
         elif inner.kind == "function":
             inner.scopes, inner.lenient = reader.function_head(head, inner.lenient, outer_kind)
         elif inner.kind == "lambda":
@@ -292,7 +303,7 @@ class StreamingChecker:
         for _ in range(region.scopes):
             symbols.pop()
         if checking and region.kind == "enum":
-            reader.enumerators(region.statement)
+            reader.enumerators(region.statement, self._regions[-1].lenient)
         if region.scopes and (region.kind == "namespace" or region.anonymous):
             reader.export(inner_scope)
         if region.kind in ("class", "enum", "lambda"):  # the enclosing statement goes on
@@ -314,32 +325,39 @@ class StreamingChecker:
         return self._classify_at_namespace_level(statement), 0
 
     def _classify_in_block(self, statement: list[Token]) -> RegionKind | None:
-        rest = _after_control_heads(statement)
-        if not rest:
+        start = _after_control_heads(statement)
+        if start == len(statement):
             return "block"
-        if _class_key(rest):
-            return _class_key(rest)  # type: ignore[return-value]
-        if rest[-1].text == ")" and self._names.stands_for_anything(rest[0].text):
+        if key := _class_key(statement, start):
+            return key
+        if statement[-1].text == ")" and self._names.stands_for_anything(statement[start].text):
             return "block"  # MACRO(args) { ... }
         if not self._permissive:
-            self._reader.reject_function_definition(rest)
+            self._reader.reject_function_definition(statement, start)
         return None
 
+    def _first_initializer_brace(self, region: Region) -> None:
+        """The first initializer list at a statement's top level in a function body: a
+        statement keyword before it means a ';' is missing ('float s = 0 for (...) {')."""
+        if region.kind in _BLOCK_LIKE and not (region.braced or region.opaque or self._permissive):
+            start = _after_control_heads(region.statement)
+            self._reader.reject_statement_keyword(region.statement, start)
+        region.braced = True
+
     def _classify_at_namespace_level(self, statement: list[Token]) -> RegionKind | None:
-        _, rest = template_prefix(statement)
-        rest = rest[skip_attributes(rest, 0) :]
-        words = texts(rest)
-        if not rest:
+        start = skip_attributes(statement, template_prefix_end(statement))
+        if start >= len(statement):
             if self._permissive:
                 return "block"
             raise Doomed("'{' outside any function", None)
-        if words in (["extern", '"C"'], ["extern", '"C++"']):
+        words = texts(statement[start : start + 3])
+        if words[0] == "extern" and len(words) == 2 and statement[start + 1].kind == "string":
             return "linkage"
         if words[0] == "namespace" or words[:2] == ["inline", "namespace"]:
             return "namespace"
-        if _class_key(rest):
-            return _class_key(rest)  # type: ignore[return-value]
-        if _is_function_head(rest):
+        if key := _class_key(statement, start):
+            return key
+        if _is_function_head(statement, start):
             return "function"
         return None
 
@@ -391,40 +409,39 @@ def _last_text(region: Region) -> str:
     return region.statement[-1].text if region.statement else ""
 
 
-def _after_control_heads(tokens: list[Token]) -> list[Token]:
-    """`tokens` without leading labels, attributes and control heads ('if (...)', 'else')."""
-    while tokens:
-        tokens = tokens[skip_attributes(tokens, 0) :]
-        if not tokens:
+def _after_control_heads(tokens: list[Token]) -> int:
+    """Index after the leading labels, attributes and control heads ('if (...)', 'else')."""
+    index = 0
+    while index < len(tokens):
+        index = skip_attributes(tokens, index)
+        if index >= len(tokens):
             break
-        word = tokens[0].text
+        word = tokens[index].text
+        following = tokens[index + 1].text if index + 1 < len(tokens) else ""
         if word in CONTROL_WITHOUT_HEAD:
-            tokens = tokens[1:]
+            index += 1
         elif word in CONTROL_WITH_HEAD:
-            open_index = 2 if len(tokens) > 1 and tokens[1].text == "constexpr" else 1
-            tokens = tokens[matching(tokens, open_index) + 1 :]
-        elif word in ("case", "default") or (
-            len(tokens) > 1 and tokens[0].kind == "ident" and tokens[1].text == ":"
-        ):
-            colon = next((i for i, t in enumerate(tokens) if t.text == ":"), len(tokens) - 1)
-            tokens = tokens[colon + 1 :]
+            index = matching(tokens, index + 2 if following == "constexpr" else index + 1) + 1
+        elif word in ("case", "default") or (tokens[index].kind == "ident" and following == ":"):
+            colons = (i for i in range(index, len(tokens)) if tokens[i].text == ":")
+            index = next(colons, len(tokens) - 1) + 1
         else:
             break
-    return tokens
+    return min(index, len(tokens))
 
 
-def _class_key(tokens: list[Token]) -> str | None:
-    """'class' or 'enum' when `tokens` head a class/struct/union or enum definition:
-    a class key, and no '(' or '=' outside attributes."""
-    key = None
-    index = 0
+def _class_key(tokens: list[Token], start: int) -> RegionKind | None:
+    """'class' or 'enum' when `tokens[start:]` head a class/struct/union or enum definition:
+    a class key before any '(', '=' or initializer brace (attributes aside)."""
+    key: RegionKind | None = None
+    index = start
     while index < len(tokens):
         after = skip_attributes(tokens, index)
         if after != index:
             index = after
             continue
         text = tokens[index].text
-        if text in ("(", "="):
+        if text in ("(", "=", "{", ";"):
             return None
         if key is None and text in CLASS_KEYS:
             key = "enum" if text == "enum" else "class"
@@ -432,26 +449,27 @@ def _class_key(tokens: list[Token]) -> str | None:
     return key
 
 
-def _is_function_head(tokens: list[Token]) -> bool:
-    """Whether a '{' after `tokens` (at namespace or class level) opens a function body:
-    a parameter list comes before any '=', and the '{' does not follow a name among a
-    constructor's member initializers (`S() : x{1}`)."""
-    index = 0
+def _is_function_head(tokens: list[Token], start: int) -> bool:
+    """Whether a '{' after `tokens[start:]` (at namespace or class level) opens a function
+    body: a parameter list comes before any '=' or initializer brace, and the '{' does not
+    follow a name among a constructor's member initializers (`S() : x{1}`)."""
+    index = start
     while index < len(tokens):
         after = skip_attributes(tokens, index)
         if after != index:
             index = after
             continue
         text = tokens[index].text
-        before = tokens[index - 1].text if index else ""
-        if text == "=" and before != "operator":
+        before = tokens[index - 1].text if index > start else ""
+        if (text == "=" and before != "operator") or text in ("{", ";"):
             return False
         if text == "(" and before in ("decltype", "__typeof__", "typeof", "noexcept"):
             index = matching(tokens, index) + 1
             continue
         if text == "(":
-            after_parameters = texts(tokens[matching(tokens, index) + 1 :])
-            return not (":" in after_parameters and tokens[-1].kind == "ident")
+            close = matching(tokens, index)
+            has_initializers = any(t.text == ":" for t in tokens[close + 1 :])
+            return not (has_initializers and tokens[-1].kind == "ident")
         index += 1
     return False
 
@@ -489,6 +507,12 @@ def _trailing_return_arrow(statement: list[Token], index: int, segment_start: in
         token = statement[index]
         if token.text == "->":
             return index
+        if token.text == ")":  # -> decltype(...)
+            opener = _matching_backwards(statement, index, segment_start)
+            if opener > segment_start and statement[opener - 1].text == "decltype":
+                index = opener - 2
+                continue
+            return None
         angles += {">": 1, ">>": 2, "<": -1}.get(token.text, 0)
         is_type_word = token.kind == "ident" and token.text not in _LAMBDA_SPECIFIERS
         if not (is_type_word or token.text in _TYPE_PUNCTUATION) or (

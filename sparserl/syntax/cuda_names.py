@@ -10,7 +10,7 @@ headers (`cuda_fp16.h`, `cooperative_groups.h`, `cstdint`, ...) adds:
 
 One line per name: `<kind> <name>` for the always-present names, `<kind> <name>
 <header>,<header>...` for names only those headers add. Kinds: type, function (any
-value), namespace, macro. Headers add only their public names: reserved ones (`__x`,
+value), namespace, macro, name (a declared name whose kind the scan could not tell). Headers add only their public names: reserved ones (`__x`,
 `_X`) are left out, and the checker accepts any reserved name once a header is included.
 """
 
@@ -23,9 +23,11 @@ import tempfile
 from pathlib import Path
 
 from sparserl.syntax.header_scan import global_names
+from sparserl.syntax.vocabulary import KEYWORDS
 
 NAMES_FILE = Path(__file__).with_name("cuda_names.txt")
-KINDS = ("type", "function", "namespace", "macro")
+KINDS = ("type", "function", "namespace", "macro", "name")  # 'name': of unknown kind
+_UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 # Headers whose names are stored; an #include of any other header leaves the checker
 # unable to know which names exist.
 KNOWN_HEADERS = (
@@ -91,10 +93,10 @@ def _stored_names() -> dict[str, dict[str, str]]:
 
 def generate(nvcc: str = "nvcc", arch: str = "sm_90") -> dict[str, dict[str, str]]:
     """Collect the names from the installed compiler, by header ('' for the base)."""
-    base = _names_after_including(nvcc, arch, None)
+    base = _declared_names(nvcc, arch, None)
     by_header = {"": base}
     for header in KNOWN_HEADERS:
-        added = _names_after_including(nvcc, arch, header)
+        added = _declared_names(nvcc, arch, header)
         by_header[header] = {
             name: kind for name, kind in added.items() if name not in base and not is_reserved(name)
         }
@@ -113,13 +115,33 @@ def write(by_header: dict[str, dict[str, str]], path: Path = NAMES_FILE) -> None
     path.write_text("\n".join(lines) + "\n")
 
 
-def _names_after_including(nvcc: str, arch: str, header: str | None) -> dict[str, str]:
-    """Kind of each global name in a translation unit holding only `#include <header>`."""
+def _declared_names(nvcc: str, arch: str, header: str | None) -> dict[str, str]:
+    """Kind of each global name in a translation unit holding only `#include <header>`.
+
+    The header scan proposes names and kinds; the compiler then judges every identifier
+    the preprocessed code mentions (`name;` in a function body: "identifier is undefined"
+    or not), so a name the scan missed still counts, with kind 'name'.
+    """
+    include = f"#include <{header}>\n" if header else "\n"
+    scanned, identifiers = global_names(_nvcc(nvcc, ["-E", "-Xcompiler", "-dD"], arch, include, check=True))
+    candidates = sorted(name for name in identifiers - set(scanned) | {n for n, k in scanned.items() if k != "macro"} if name not in KEYWORDS)
+    probe = include + "void sparserl_probe() {\n" + "".join(f"{name};\n" for name in candidates) + "}\n"
+    log = _nvcc(nvcc, ["-cubin", "-o", "/dev/null", "-Xcudafe", "--error_limit=1000000"], arch, probe, check=False)
+    if "parsing restarts here" in log:  # a keyword the vocabulary lacks swallowed the lines after it
+        raise RuntimeError(f"the name probe for {header or 'the base'} lost its way:\n{log[:2000]}")
+    undefined = set(_UNDEFINED.findall(log))
+    names = {name: scanned.get(name, "name") for name in candidates if name not in undefined}
+    names.update({name: kind for name, kind in scanned.items() if kind == "macro"})
+    return names
+
+
+def _nvcc(nvcc: str, options: list[str], arch: str, source: str, check: bool) -> str:
+    """Run nvcc on `source`; its standard output (check=True: must succeed) or whole log."""
     with tempfile.TemporaryDirectory(prefix="sparserl_names_") as folder:
-        source = Path(folder, "names.cu")
-        source.write_text(f"#include <{header}>\n" if header else "\n")
-        command = [nvcc, "-E", f"-arch={arch}", "-std=c++17", "-Xcompiler", "-dD", str(source)]
+        path = Path(folder, "names.cu")
+        path.write_text(source)
+        command = [nvcc, f"-arch={arch}", "-std=c++17", *options, str(path)]
         process = subprocess.run(command, capture_output=True, text=True, check=False)
-    if process.returncode != 0:
+    if check and process.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{process.stderr}")
-    return global_names(process.stdout)
+    return process.stdout if check else process.stdout + process.stderr

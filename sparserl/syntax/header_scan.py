@@ -1,10 +1,11 @@
 """Reading the names a preprocessed header declares at global scope.
 
-Used only to generate `cuda_names.txt` (see `cuda_names.py`). The input is `nvcc -E
--Xcompiler -dD` output: code, line markers and `#define` lines. The scan
-is shallow on purpose: it finds each top-level statement and takes the name it
-declares; linkage blocks (`extern "C" { ... }`) are transparent, the bodies of
-namespaces, classes and functions are skipped (only enumerators leak out of enums).
+Used only to generate `cuda_names.txt` (see `cuda_names.py`), where the compiler then
+confirms which names exist: the scan's job is to tell their kinds. The input is `nvcc -E
+-Xcompiler -dD` output: code, line markers and `#define` lines. The scan is shallow on
+purpose: it finds each top-level statement and takes the name it declares; linkage
+blocks (`extern "C" { ... }`) are transparent, the bodies of namespaces, classes and
+functions are skipped (only enumerators leak out of enums).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ _SKIPPED_GROUPS = frozenset(
 _BODY = "{...}"
 
 
-def global_names(preprocessed: str) -> dict[str, Kind]:
-    """Every name declared at global scope, or defined as a macro, with its kind."""
+def global_names(preprocessed: str) -> tuple[dict[str, Kind], set[str]]:
+    """(kind of every name declared at global scope or defined as a macro, every identifier
+    the code uses): the scan finds most declarations, the identifiers bound what exists."""
     names: dict[str, Kind] = {}
     code_lines = []
     for line in preprocessed.split("\n"):
@@ -31,10 +33,10 @@ def global_names(preprocessed: str) -> dict[str, Kind]:
             names[line.split()[1].split("(")[0]] = "macro"
         code_lines.append("" if line.startswith("#") else line)  # line markers, #define, #undef
     lexer = Lexer(directives=False)
-    tokens = lexer.feed("\n".join(code_lines)) + lexer.finish()
-    for name, kind in _declarations([t.text for t in tokens if t.kind != "comment"]):
+    tokens = [t for t in lexer.feed("\n".join(code_lines)) + lexer.finish() if t.kind != "comment"]
+    for name, kind in _declarations([t.text for t in tokens]):
         names.setdefault(name, kind)
-    return names
+    return names, {t.text for t in tokens if t.kind == "ident"}
 
 
 def _declarations(words: list[str]) -> list[tuple[str, Kind]]:

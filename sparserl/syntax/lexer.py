@@ -1,14 +1,15 @@
 """An incremental C++/CUDA lexer: text goes in in arbitrary chunks, finished tokens come out.
 
 A token is handed out only once the text after it proves it complete (an identifier
-needs the character that ends it, a comment its `*/`), so feeding a text whole or
-one character at a time yields the same tokens. Each character is scanned a bounded
-number of times, so the total work is linear in the text length.
+needs the character that ends it, a comment its `*/`), so feeding a text whole or one
+character at a time yields the same tokens. A token still open at the end of a chunk
+remembers how far it was scanned, and the next chunk resumes there: every character is
+scanned a bounded number of times, so the total work is linear in the text length.
 
 Kinds: 'ident', 'number', 'string' (string and character literals), 'punct',
 'directive' (a whole preprocessor line, continuations included), 'comment' (block
-comments only; line comments are dropped), 'bad' (an unterminated literal or a
-character that cannot start a token).
+comments only; line comments are dropped), 'bad' (an unterminated literal or comment,
+or a character that cannot start a token).
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ class Token(NamedTuple):
     @property
     def end(self) -> int:
         return self.start + len(self.text)
+
+
+class _Scan(NamedTuple):
+    """Where the token at some start ends: `end` None when it may go on in text not yet
+    generated, then `resume` is the offset (from the token's start) to scan on from."""
+
+    end: int | None
+    kind: str | None  # None: text that makes no token (a line comment)
+    resume: int = 0
 
 
 _IDENT = re.compile(r"[^\W\d]\w*")
@@ -53,7 +63,7 @@ class Lexer:
         self._offset = 0  # offset of _buffer[0] in the whole text
         self._line = 1  # line of _buffer[0]
         self._at_line_start = True  # only blanks (and comments) since the last newline
-        self._comment_searched = 0  # how far past its start an unfinished comment was searched
+        self._resume = 0  # how far past its start the unfinished token was scanned
 
     def feed(self, text: str) -> list[Token]:
         self._buffer += text
@@ -78,72 +88,56 @@ class Lexer:
                 self._line += 1
                 position += 2
                 continue
-            end, kind = self._token_end(text, position, final)
-            if end is None:  # the token may continue in text not generated yet
+            scan = self._token_end(text, position, final)
+            if scan.end is None:  # the token may continue in text not generated yet
+                self._resume = scan.resume
                 break
-            token_text = text[position:end]
-            if kind != "comment":
+            token_text = text[position : scan.end]
+            if scan.kind != "comment":
                 self._at_line_start = False
-            if kind is not None:
-                tokens.append(Token(kind, token_text, self._offset + position, self._line))
+            if scan.kind is not None:
+                tokens.append(Token(scan.kind, token_text, self._offset + position, self._line))
             self._line += token_text.count("\n")
-            position = end
-            self._comment_searched = 0
+            position = scan.end
+            self._resume = 0
         self._buffer = text[position:]
         self._offset += position
         return tokens
 
-    def _token_end(self, text: str, start: int, final: bool) -> tuple[int | None, str | None]:
-        """(end, kind) of the token at `start`; end None when more text is needed, kind None
-        for text that makes no token (a line comment)."""
+    def _token_end(self, text: str, start: int, final: bool) -> _Scan:
         char = text[start]
         if char == "#" and self._at_line_start and self._directives:
-            return _directive_end(text, start, final), "directive"
+            return _directive_end(text, start, final, self._resume)
         if text.startswith("/*", start):
-            close = text.find("*/", start + max(2, self._comment_searched - 1))
-            if close < 0:
-                self._comment_searched = len(text) - start
-                return (len(text), "bad") if final else (None, None)
-            return close + 2, "comment"
+            return _block_comment_end(text, start, final, self._resume)
         if text.startswith("//", start):
-            newline = _line_end(text, start)
-            if newline is None:
-                return (len(text), None) if final else (None, None)
-            return newline, None
+            return _line_comment_end(text, start, final, self._resume)
         if char in "\"'":
-            return _quoted_end(text, start, final)
+            return _quoted_end(text, start, start, final, self._resume)
         if match := _IDENT.match(text, start):
             return self._word_end(text, start, match.end(), final)
         if match := _NUMBER.match(text, start):
             end = match.end()
             # a digit separator needs the digit after it: 1' may still become 1'000
             at_end = end == len(text) or (text[end] == "'" and end + 1 == len(text))
-            return (None if at_end and not final else end), "number"
+            return _Scan(None if at_end and not final else end, "number")
         if match := _PUNCT.match(text, start):
             # the longest punctuator has three characters: with three in view the match is final
             if match.group() in _FINAL_PUNCT or final or start + 3 <= len(text):
-                return match.end(), "punct"
-            return None, None
-        return start + 1, "bad"
+                return _Scan(match.end(), "punct")
+            return _Scan(None, None)
+        return _Scan(start + 1, "bad")
 
-    def _word_end(self, text: str, start: int, end: int, final: bool) -> tuple[int | None, str]:
+    def _word_end(self, text: str, start: int, end: int, final: bool) -> _Scan:
         """An identifier, or a string literal when it is a prefix such as L"..." or R"(...)"."""
         if end == len(text) and not final:
-            return None, "ident"
+            return _Scan(None, "ident")
         word = text[start:end]
-        if end < len(text) and text[end] == '"' and word in _RAW_PREFIXES:
-            return _raw_string_end(text, end, final), "string"
-        if end < len(text) and text[end] in "\"'" and word in _STRING_PREFIXES:
-            return _quoted_end(text, end, final)
-        return end, "ident"
-
-
-def _line_end(text: str, start: int) -> int | None:
-    """Offset of the newline that ends the line at `start` (line splices continue it)."""
-    newline = text.find("\n", start)
-    while newline >= 0 and _is_spliced(text, newline):
-        newline = text.find("\n", newline + 1)
-    return None if newline < 0 else newline
+        if text[end : end + 1] == '"' and word in _RAW_PREFIXES:
+            return _raw_string_end(text, start, end, final)
+        if text[end : end + 1] in ('"', "'") and word in _STRING_PREFIXES:
+            return _quoted_end(text, start, end, final, self._resume)
+        return _Scan(end, "ident")
 
 
 def _is_spliced(text: str, newline: int) -> bool:
@@ -151,56 +145,73 @@ def _is_spliced(text: str, newline: int) -> bool:
     return text[newline - 1 : newline] == "\\" or text[newline - 2 : newline] == "\\\r"
 
 
-def _directive_end(text: str, start: int, final: bool) -> int | None:
-    """End of the preprocessor line at `start`: its first newline that no backslash continues
-    and that lies outside block comments and literals."""
-    position = start + 1
+def _block_comment_end(text: str, start: int, final: bool, resume: int) -> _Scan:
+    close = text.find("*/", start + max(2, resume - 1))
+    if close >= 0:
+        return _Scan(close + 2, "comment")
+    return _Scan(len(text), "bad") if final else _Scan(None, None, len(text) - start)
+
+
+def _line_comment_end(text: str, start: int, final: bool, resume: int) -> _Scan:
+    """A line comment runs to the first newline that no backslash continues."""
+    newline = text.find("\n", start + max(2, resume))
+    while newline >= 0 and _is_spliced(text, newline):
+        newline = text.find("\n", newline + 1)
+    if newline >= 0:
+        return _Scan(newline, None)
+    return _Scan(len(text), None) if final else _Scan(None, None, max(2, len(text) - start - 1))
+
+
+def _directive_end(text: str, start: int, final: bool, resume: int) -> _Scan:
+    """A preprocessor line runs to its first newline that no backslash continues and that
+    lies outside block comments and literals."""
+    position = start + max(1, resume)
     while True:
         match = _DIRECTIVE_STOPS.search(text, position)
         if match is None:
-            return len(text) if final else None
+            # the last character may be a backslash that a newline will follow: rescan it
+            return _Scan(len(text), "directive") if final else _Scan(None, None, max(1, len(text) - start - 1))
         stop = match.group()
         if stop == "\n":
-            if _is_spliced(text, match.start()):
-                position = match.end()
-                continue
-            return match.start()
-        if stop == "/*":
+            if not _is_spliced(text, match.start()):
+                return _Scan(match.start(), "directive")
+            position = match.end()
+        elif stop == "/*":
             close = text.find("*/", match.end())
             if close < 0:
-                return len(text) if final else None
+                return _Scan(len(text), "directive") if final else _Scan(None, None, match.start() - start)
             position = close + 2
-            continue
-        end, _ = _quoted_end(text, match.start(), final)
-        if end is None:
-            return None
-        position = end
+        else:
+            literal = _quoted_end(text, match.start(), match.start(), final, 0)
+            if literal.end is None:
+                return _Scan(None, None, match.start() - start)
+            position = literal.end
 
 
-def _quoted_end(text: str, start: int, final: bool) -> tuple[int | None, str]:
-    """A string or character literal from its opening quote; 'bad' when a newline ends it."""
-    quote = text[start]
-    position = start + 1
+def _quoted_end(text: str, start: int, quote: int, final: bool, resume: int) -> _Scan:
+    """A string or character literal whose opening quote is at `quote` (its prefix, if any,
+    starts at `start`); 'bad' when a newline ends it."""
+    position = max(quote + 1, start + resume)
+    closing = text[quote]
     while position < len(text):
         char = text[position]
         if char == "\\":
             position += 2
             continue
-        if char == quote:
-            return position + 1, "string"
+        if char == closing:
+            return _Scan(position + 1, "string")
         if char == "\n":
-            return position, "bad"
+            return _Scan(position, "bad")
         position += 1
-    return (len(text), "bad") if final else (None, "string")
+    if final:
+        return _Scan(len(text), "bad")
+    return _Scan(None, None, position - start if position == len(text) else position - start - 2)
 
 
-def _raw_string_end(text: str, quote: int, final: bool) -> int | None:
+def _raw_string_end(text: str, start: int, quote: int, final: bool) -> _Scan:
     """A raw string R"delim( ... )delim" whose opening quote is at `quote`."""
     paren = text.find("(", quote)
-    if paren < 0:
-        return len(text) if final else None
-    closing = ")" + text[quote + 1 : paren] + '"'
-    close = text.find(closing, paren)
-    if close < 0:
-        return len(text) if final else None
-    return close + len(closing)
+    close = text.find(")" + text[quote + 1 : paren] + '"', paren) if paren >= 0 else -1
+    if close >= 0:
+        return _Scan(close + paren - quote + 1, "string")
+    return _Scan(len(text), "bad") if final else _Scan(None, None)

@@ -132,10 +132,13 @@ class StatementReader:
         if tokens and not any(self._may_hide_a_semicolon(t) for t in tokens):
             raise Doomed("expected ';' before '}'", closing)
 
-    def enumerators(self, tokens: list[Token]) -> None:
-        """Declare the enumerators of an enum body (into the scope enclosing the enum)."""
+    def enumerators(self, tokens: list[Token], lenient: bool) -> None:
+        """Check and declare the enumerators of an enum body (`A = 1, B`), in the scope
+        enclosing the enum."""
         for part in split_top_level(tokens, ","):
             if part and part[0].kind == "ident":
+                if len(part) > 1 and part[1].text == "=":
+                    check_expression(part[2:], self.names, lenient)
                 self.symbols.declare(Symbol(part[0].text, "variable", line=part[0].line))
 
     def export(self, scope: Scope) -> None:
@@ -147,16 +150,17 @@ class StatementReader:
 
     # ------------------------------------------------------------------ region heads
 
-    def block_head(self, tokens: list[Token], lenient: bool) -> int:
+    def block_head(self, tokens: list[Token], lenient: bool) -> tuple[int, bool]:
         """The head of a block: control statements ('for (...) {') or a macro; pushes the
-        block's scope (sharing it with for-loop and condition variables). Returns scopes pushed."""
+        block's scope (sharing it with for-loop and condition variables).
+        Returns (scopes pushed, whether a macro opened the block)."""
         rest, pushed = self._control_prefix(tokens, lenient)
         if rest:
             check_expression(rest, self.names, lenient)
         if pushed == 0:
             self.symbols.push("block")
             pushed = 1
-        return pushed
+        return pushed, bool(rest)
 
     def function_head(
         self, tokens: list[Token], lenient: bool, region_kind: str
@@ -224,14 +228,13 @@ class StatementReader:
         self.symbols.push("namespace")
         return 1
 
-    def reject_function_definition(self, tokens: list[Token]) -> None:
-        """Raise when the head of a '{' inside a function body defines a function or a
-        template: neither may be defined there (usually a '}' is missing before it)."""
-        if tokens[0].text == "template":
-            raise Doomed(
-                "a template cannot be declared inside a function (a missing '}'?)", tokens[0]
-            )
-        spec = parse_specifiers(tokens, 0, self.names)
+    def reject_function_definition(self, tokens: list[Token], start: int) -> None:
+        """Raise when the head `tokens[start:]` of a '{' inside a function body defines a
+        function or a template: neither may be defined there (usually a '}' is missing)."""
+        first = tokens[start]
+        if first.text == "template":
+            raise Doomed("a template cannot be declared inside a function (a missing '}'?)", first)
+        spec = parse_specifiers(tokens, start, self.names)
         if spec is None or not spec.certain or spec.class_key:
             return
         declarator, end = parse_declarator(tokens, spec.end, self.names)
@@ -242,6 +245,19 @@ class StatementReader:
                 "(a missing '}'?)",
                 declarator.name,
             )
+
+    def reject_statement_keyword(self, tokens: list[Token], start: int) -> None:
+        """Raise when a control-flow keyword follows the first word of the statement
+        `tokens[start:]` (outside brackets): the ';' before it is missing."""
+        index = start + 1
+        while index < len(tokens):
+            token = tokens[index]
+            if token.text in ("(", "[", "{"):
+                index = matching(tokens, index) + 1
+                continue
+            if token.kind == "ident" and token.text in CONTROL_FLOW_KEYWORDS:
+                raise Doomed(f"'{token.text}' cannot appear inside an expression (a missing ';'?)", token)
+            index += 1
 
     # ------------------------------------------------------------------ statements, inside
 
@@ -374,10 +390,7 @@ class StatementReader:
             followed_by = tokens[end] if end < len(tokens) else None
             if followed_by is not None and followed_by.text != ",":
                 self._check_declarator_end(declarator, followed_by)
-                if declarator.name is not None and not declarator.qualified:  # unread: declare only
-                    self.symbols.declare(
-                        Symbol(declarator.name.text, "name", line=declarator.name.line)
-                    )
+                self.declare_names_only(tokens[index:])  # not understood: declare, check nothing
                 return
             self._declare(spec, declarator, certain, region_kind, tokens)
             for size in declarator.array_sizes:
@@ -387,6 +400,7 @@ class StatementReader:
             else:
                 check_expression(declarator.initializer, self.names, lenient)
             if any(t.text == "<" for t in declarator.initializer):
+                self.declare_names_only(tokens[end + 1 :])  # the ',' may belong to f<a, b>
                 return
             index = end + 1
 

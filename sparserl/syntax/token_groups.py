@@ -146,8 +146,17 @@ def _case_colon(tokens: list[Token]) -> int:
 def template_prefix(tokens: list[Token]) -> tuple[list[list[Token]], list[Token]]:
     """Split leading `template <...>` groups off: (parameter lists, the rest)."""
     parameter_lists = []
-    while len(tokens) > 1 and tokens[0].text == "template" and tokens[1].text == "<":
-        close = matching_angle(tokens, 1)
-        parameter_lists.append(tokens[2:close])
-        tokens = tokens[close + 1 :]
-    return parameter_lists, tokens
+    index = 0
+    while index + 1 < len(tokens) and tokens[index].text == "template" and tokens[index + 1].text == "<":
+        close = matching_angle(tokens, index + 1)
+        parameter_lists.append(tokens[index + 2 : close])
+        index = close + 1
+    return parameter_lists, tokens[index:]
+
+
+def template_prefix_end(tokens: list[Token]) -> int:
+    """Index after the leading `template <...>` groups (0 when there are none)."""
+    index = 0
+    while index + 1 < len(tokens) and tokens[index].text == "template" and tokens[index + 1].text == "<":
+        index = matching_angle(tokens, index + 1) + 1
+    return min(index, len(tokens))

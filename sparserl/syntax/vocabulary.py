@@ -18,7 +18,7 @@ SPECIFIER_KEYWORDS = frozenset(
 
 # Words followed by a parenthesised group that is an attribute, not an expression to check.
 ATTRIBUTE_GROUPS = frozenset(
-    "__attribute__ __declspec __launch_bounds__ __maxnreg__ __cluster_dims__ __align__ alignas "
+    "__attribute__ __attribute __declspec __launch_bounds__ __maxnreg__ __cluster_dims__ __align__ alignas "
     "__location__ __annotate__ __builtin_align__".split()
 )
 
@@ -43,13 +43,15 @@ CONTROL_FLOW_KEYWORDS = STATEMENT_KEYWORDS - {"typedef", "using", "namespace"}
 CONTROL_WITH_HEAD = frozenset({"if", "for", "while", "switch", "catch"})
 CONTROL_WITHOUT_HEAD = frozenset({"else", "do", "try"})
 
-# Every other keyword: operators spelled as words, literals, casts and the like.
+# Every other keyword: operators spelled as words, literals, casts and the like. (C++17:
+# 'final' and 'override' are only contextual, and C++20's 'requires', 'concept' and
+# 'co_await' are still plain names.)
 OTHER_KEYWORDS = frozenset(
-    "sizeof alignof __alignof__ noexcept typeid decltype __typeof__ typeof new delete this true "
-    "false nullptr operator template throw static_cast dynamic_cast reinterpret_cast const_cast "
-    "and or not xor bitand bitor compl and_eq or_eq xor_eq not_eq __func__ __FUNCTION__ "
-    "__PRETTY_FUNCTION__ co_await co_yield co_return requires concept export public private "
-    "protected final override __extension__ asm __asm__ __asm _Pragma static_assert".split()
+    "sizeof alignof __alignof__ __alignof noexcept typeid decltype __typeof__ typeof new delete "
+    "this true false nullptr operator template throw static_cast dynamic_cast reinterpret_cast "
+    "const_cast and or not xor bitand bitor compl and_eq or_eq xor_eq not_eq __func__ "
+    "__FUNCTION__ __PRETTY_FUNCTION__ export public private protected __extension__ asm __asm__ "
+    "__asm _Pragma static_assert".split()
 )
 
 KEYWORDS = (
