@@ -46,7 +46,9 @@ def test_valid_kernel_compiles_with_its_resources():
 
 
 def test_syntax_error_is_a_diagnostic_on_its_line():
-    source = KERNEL.replace("tile[threadIdx.x] = i < n ? y[i] : 0.0f;", "tile[threadIdx.x] = i < n ? y[i] : ;")
+    source = KERNEL.replace(
+        "tile[threadIdx.x] = i < n ? y[i] : 0.0f;", "tile[threadIdx.x] = i < n ? y[i] : ;"
+    )
     result = compile_check(source)
     assert not result.ok and result.resources == {}
     error = result.errors[0]

@@ -32,6 +32,7 @@ from sparserl.harness.results import EvalResult, Timing, TimingConfig, Verdict
 from sparserl.harness.timing import Timer, copy_bandwidth_gbs
 
 N_TRIALS = 3
+CUDA_ERROR_NOT_READY = 600  # cudaErrorNotReady: the event's work is still running
 
 
 class KernelTimeout(Exception):
@@ -250,15 +251,16 @@ class Executor:
 
     def _wait_for_kernel(self) -> None:
         """Wait for the launch to finish; raise KernelTimeout after `kernel_timeout_s`.
-        Only the kernel's own run counts against the timeout, not host-side set-up."""
+        Only the kernel's own run counts against the timeout, not host-side set-up.
+        A fault ends the wait at once and raises from `synchronize`."""
         done = cupy.cuda.Event()
         done.record()
         deadline = time.monotonic() + self.kernel_timeout_s
-        while not done.done:
+        while cupy.cuda.runtime.eventQuery(done.ptr) == CUDA_ERROR_NOT_READY:
             if time.monotonic() > deadline:
                 raise KernelTimeout(f"the kernel ran longer than {self.kernel_timeout_s:.1f} s")
             time.sleep(0.0005)
-        done.synchronize()  # raises here if the kernel faulted
+        done.synchronize()
 
     def _launch_problem(self, function, launch, resources) -> str:
         if launch.block > resources["max_threads_per_block"]:

@@ -8,11 +8,14 @@ the harness's checks on the whole text.
 
 from __future__ import annotations
 
+import re
+
 from sparserl.abi import ABIError, KernelHeader, check_entry_signature, parse_header
 from sparserl.syntax.lexer import Token
 from sparserl.syntax.verdict import Doomed
 
 HEADER_START = "/*@sparserl"
+_HEADER_OPENING = re.compile(r"/\*@sparserl\b")
 
 
 class AbiTracker:
@@ -24,7 +27,7 @@ class AbiTracker:
 
     def comment(self, token: Token) -> None:
         """Parse the first `/*@sparserl ... */` comment as the header."""
-        if self.header is not None or not token.text.startswith(HEADER_START):
+        if self.header is not None or _HEADER_OPENING.match(token.text) is None:
             return
         padding = "\n" * (token.line - 1)  # so that the header's line numbers are the source's
         try:

@@ -71,13 +71,12 @@ class Region:
 
 @dataclass(frozen=True)
 class Bracket:
-    """An open bracket. `statement_index` is its position in its region's statement;
-    `after` the text of the token before it; `region` whether it opened a region."""
+    """An open bracket. `statement_index` is its position in its region's statement and
+    `after` the text of the token before it (a '(' after 'for' may hold ';')."""
 
     token: Token
     statement_index: int
     after: str
-    region: bool = False
 
 
 class StreamingChecker:
@@ -105,14 +104,15 @@ class StreamingChecker:
         self._regions = [Region("file", 0)]
         self._brackets: list[Bracket] = []
         self._permissive = False  # set once the checker can no longer follow the code
-        self._chunks: list[str] = []
+        self._chunks: list[str] = []  # the text, kept for the final ABI check
         self._length = 0
         self._verdict: SyntaxVerdict | None = None
         self._finished: SyntaxVerdict | None = None
 
     def feed(self, text: str) -> SyntaxVerdict | None:
         if self._verdict is None and self._finished is None:
-            self._chunks.append(text)
+            if self._abi is not None:
+                self._chunks.append(text)
             self._length += len(text)
             self._take_all(self._lexer.feed(text))
         return self._verdict
@@ -232,7 +232,7 @@ class StreamingChecker:
     # ------------------------------------------------------------------ braces
 
     def _open_brace(self, token: Token, region: Region) -> None:
-        kind, start = self._classify_brace(region)
+        kind, start = self._classify_brace(region, token)
         if kind is None:  # an initializer list: part of the statement
             if len(self._brackets) == region.bracket_base:
                 self._first_initializer_brace(region)
@@ -243,15 +243,13 @@ class StreamingChecker:
         if kind == "lambda":
             del region.statement[start:]  # the lambda becomes one operand of the statement
         elif kind not in ("class", "enum"):  # (a class's statement goes on after its '}')
-            region.statement = []
+            region.statement, region.braced = [], False
         opaque = region.opaque
         if kind not in ("class", "enum", "lambda"):
             region.opaque = False
         inner = Region(kind, len(self._brackets) + 1, lenient=region.lenient)
         self._enter(inner, head, region.kind, skip_checks=opaque or self._permissive)
-        self._brackets.append(
-            Bracket(token, len(region.statement), _last_text(region), region=True)
-        )
+        self._brackets.append(Bracket(token, len(region.statement), _last_text(region)))
         self._regions.append(inner)
 
     def _enter(
@@ -302,15 +300,17 @@ class StreamingChecker:
         inner_scope = symbols.current
         for _ in range(region.scopes):
             symbols.pop()
-        if checking and region.kind == "enum":
+        if region.kind == "enum" and checking:
             reader.enumerators(region.statement, self._regions[-1].lenient)
+        elif region.kind == "enum":
+            reader.declare_names_only(region.statement)
         if region.scopes and (region.kind == "namespace" or region.anonymous):
             reader.export(inner_scope)
         if region.kind in ("class", "enum", "lambda"):  # the enclosing statement goes on
             body = Token("body", "{...}", closing.start, closing.line)
             self._regions[-1].statement.append(body)
 
-    def _classify_brace(self, region: Region) -> tuple[RegionKind | None, int]:
+    def _classify_brace(self, region: Region, brace: Token) -> tuple[RegionKind | None, int]:
         """What the '{' arriving now opens: (region kind, index in the statement where the
         region's head starts), or (None, 0) for an initializer list."""
         statement = region.statement
@@ -322,7 +322,7 @@ class StreamingChecker:
             return "lambda", start
         if region.kind in _BLOCK_LIKE:
             return self._classify_in_block(statement), 0
-        return self._classify_at_namespace_level(statement), 0
+        return self._classify_at_namespace_level(statement, brace), 0
 
     def _classify_in_block(self, statement: list[Token]) -> RegionKind | None:
         start = _after_control_heads(statement)
@@ -344,12 +344,14 @@ class StreamingChecker:
             self._reader.reject_statement_keyword(region.statement, start)
         region.braced = True
 
-    def _classify_at_namespace_level(self, statement: list[Token]) -> RegionKind | None:
+    def _classify_at_namespace_level(
+        self, statement: list[Token], brace: Token
+    ) -> RegionKind | None:
         start = skip_attributes(statement, template_prefix_end(statement))
         if start >= len(statement):
             if self._permissive:
                 return "block"
-            raise Doomed("'{' outside any function", None)
+            raise Doomed("'{' outside any function", brace)
         words = texts(statement[start : start + 3])
         if words[0] == "extern" and len(words) == 2 and statement[start + 1].kind == "string":
             return "linkage"
@@ -374,10 +376,10 @@ class StreamingChecker:
                 raise Doomed(
                     f"'{opener.text}' opened on line {opener.line} is never closed", opener
                 )
-            region = self._regions[-1]
-            if region.statement and not region.opaque:
-                last = region.statement[-1]
-                if not self._names.stands_for_anything(last.text):
+            rest = self._regions[-1]
+            if rest.statement and not rest.opaque:
+                if not any(self._names.stands_for_anything(t.text) for t in rest.statement):
+                    last = rest.statement[-1]
                     raise Doomed("the text ends inside a declaration (a missing ';'?)", last)
         if self._abi is not None:
             self._abi.final_check("".join(self._chunks))

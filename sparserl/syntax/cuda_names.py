@@ -85,7 +85,9 @@ def _stored_names() -> dict[str, dict[str, str]]:
     for number, line in enumerate(NAMES_FILE.read_text().splitlines(), start=1):
         fields = line.split(" ")
         if len(fields) not in (2, 3) or fields[0] not in KINDS:
-            raise ValueError(f"{NAMES_FILE}:{number}: expected '<kind> <name> [<headers>]', got {line!r}")
+            raise ValueError(
+                f"{NAMES_FILE}:{number}: expected '<kind> <name> [<headers>]', got {line!r}"
+            )
         for header in fields[2].split(",") if len(fields) == 3 else [""]:
             by_header.setdefault(header, {})[fields[1]] = fields[0]
     return by_header
@@ -110,7 +112,9 @@ def write(by_header: dict[str, dict[str, str]], path: Path = NAMES_FILE) -> None
         for name, kind in names.items():
             headers_of.setdefault((kind, name), []).append(header)
     lines = []
-    for (kind, name), headers in sorted(headers_of.items(), key=lambda item: (item[0][1], item[0][0])):
+    for (kind, name), headers in sorted(
+        headers_of.items(), key=lambda item: (item[0][1], item[0][0])
+    ):
         lines.append(f"{kind} {name}" if "" in headers else f"{kind} {name} {','.join(headers)}")
     path.write_text("\n".join(lines) + "\n")
 
@@ -123,11 +127,27 @@ def _declared_names(nvcc: str, arch: str, header: str | None) -> dict[str, str]:
     or not), so a name the scan missed still counts, with kind 'name'.
     """
     include = f"#include <{header}>\n" if header else "\n"
-    scanned, identifiers = global_names(_nvcc(nvcc, ["-E", "-Xcompiler", "-dD"], arch, include, check=True))
-    candidates = sorted(name for name in identifiers - set(scanned) | {n for n, k in scanned.items() if k != "macro"} if name not in KEYWORDS)
-    probe = include + "void sparserl_probe() {\n" + "".join(f"{name};\n" for name in candidates) + "}\n"
-    log = _nvcc(nvcc, ["-cubin", "-o", "/dev/null", "-Xcudafe", "--error_limit=1000000"], arch, probe, check=False)
-    if "parsing restarts here" in log:  # a keyword the vocabulary lacks swallowed the lines after it
+    scanned, identifiers = global_names(
+        _nvcc(nvcc, ["-E", "-Xcompiler", "-dD"], arch, include, check=True)
+    )
+    candidates = sorted(
+        name
+        for name in identifiers - set(scanned) | {n for n, k in scanned.items() if k != "macro"}
+        if name not in KEYWORDS
+    )
+    probe = (
+        include + "void sparserl_probe() {\n" + "".join(f"{name};\n" for name in candidates) + "}\n"
+    )
+    log = _nvcc(
+        nvcc,
+        ["-cubin", "-o", "/dev/null", "-Xcudafe", "--error_limit=1000000"],
+        arch,
+        probe,
+        check=False,
+    )
+    if (
+        "parsing restarts here" in log
+    ):  # a keyword the vocabulary lacks swallowed the lines after it
         raise RuntimeError(f"the name probe for {header or 'the base'} lost its way:\n{log[:2000]}")
     undefined = set(_UNDEFINED.findall(log))
     names = {name: scanned.get(name, "name") for name in candidates if name not in undefined}

@@ -15,15 +15,21 @@ from sparserl.syntax.scopes import Symbol
 from sparserl.syntax.token_groups import matching, skip_attributes
 from sparserl.syntax.verdict import Doomed
 from sparserl.syntax.vocabulary import (
+    CLASS_KEYS,
     KEYWORDS,
     LITERAL_KEYWORDS,
     OPAQUE_GROUPS,
+    SPECIFIER_KEYWORDS,
     STATEMENT_KEYWORDS,
     TYPE_KEYWORDS,
 )
 
 # After these a name is a member, a qualified name or a dependent template: not looked up.
 _QUALIFIERS = frozenset({".", "->", ".*", "->*", "::", "template"})
+# Keywords that cannot follow an operand: they start an operand, a declaration or a statement.
+_STARTS_OPERAND_OR_DECLARATION = (
+    TYPE_KEYWORDS | LITERAL_KEYWORDS | SPECIFIER_KEYWORDS | CLASS_KEYS | {"static_assert"}
+)
 # Words of a fundamental, non-pointer type: a variable of such a type is no function.
 _FUNDAMENTAL = (TYPE_KEYWORDS - {"auto", "void"}) | {"const", "volatile"}
 
@@ -57,7 +63,7 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
         if token.kind == "ident" and text in KEYWORDS:
             if text in STATEMENT_KEYWORDS:
                 raise Doomed(f"'{text}' cannot appear inside an expression (a missing ';'?)", token)
-            starts_operand = text in TYPE_KEYWORDS or text in LITERAL_KEYWORDS
+            starts_operand = text in _STARTS_OPERAND_OR_DECLARATION
             _check_adjacent(operand_before and starts_operand, token)
             operand_before = text in LITERAL_KEYWORDS
         elif token.kind == "ident" and previous is not None and previous.text in _QUALIFIERS:
@@ -76,7 +82,9 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
                 _check_callable(names, token)
             operand_before = is_value and following != "::"
         elif token.kind in ("number", "string"):
-            concatenation = token.kind == "string" and previous is not None and previous.kind == "string"
+            concatenation = (
+                token.kind == "string" and previous is not None and previous.kind == "string"
+            )
             _check_adjacent(operand_before and not concatenation, token)
             operand_before = True
         elif text in ("(", "["):
@@ -84,6 +92,8 @@ def check_expression(tokens: list[Token], names: NameResolver, lenient: bool) ->
             operand_before = False
         elif text in (")", "]"):
             operand_before = closes_operand.pop() if closes_operand else False
+        elif text in ("++", "--"):
+            pass  # after an operand a postfix operator: still an operand ('x++ y' is an error)
         else:
             operand_before = False
         index += 1

@@ -59,7 +59,9 @@ def _declarations(words: list[str]) -> list[tuple[str, Kind]]:
             elif _class_key(head):
                 found += _class_names(head, words[index + 1 : close])
                 statement.append(_BODY)
-            elif any(w == "=" and head[i - 1] != "operator" for i, w in enumerate(head)):  # initializer
+            elif any(
+                w == "=" and head[i - 1] != "operator" for i, w in enumerate(head)
+            ):  # initializer
                 statement.append(_BODY)
             else:  # a function definition
                 found += _statement_names(head)
@@ -95,7 +97,9 @@ def _class_key(head: list[str]) -> str | None:
 
 def _tag_name(after_key: list[str]) -> list[str]:
     """The class or enum name after its key ('enum class E' included), as a 0/1-item list."""
-    return [word for word in after_key[:2] if word.isidentifier() and word not in ("class", "struct")][:1]
+    return [
+        word for word in after_key[:2] if word.isidentifier() and word not in ("class", "struct")
+    ][:1]
 
 
 def _class_names(head: list[str], body: list[str]) -> list[tuple[str, Kind]]:

@@ -170,7 +170,11 @@ def _directive_end(text: str, start: int, final: bool, resume: int) -> _Scan:
         match = _DIRECTIVE_STOPS.search(text, position)
         if match is None:
             # the last character may be a backslash that a newline will follow: rescan it
-            return _Scan(len(text), "directive") if final else _Scan(None, None, max(1, len(text) - start - 1))
+            return (
+                _Scan(len(text), "directive")
+                if final
+                else _Scan(None, None, max(1, len(text) - start - 1))
+            )
         stop = match.group()
         if stop == "\n":
             if not _is_spliced(text, match.start()):
@@ -179,7 +183,11 @@ def _directive_end(text: str, start: int, final: bool, resume: int) -> _Scan:
         elif stop == "/*":
             close = text.find("*/", match.end())
             if close < 0:
-                return _Scan(len(text), "directive") if final else _Scan(None, None, match.start() - start)
+                return (
+                    _Scan(len(text), "directive")
+                    if final
+                    else _Scan(None, None, match.start() - start)
+                )
             position = close + 2
         else:
             literal = _quoted_end(text, match.start(), match.start(), final, 0)

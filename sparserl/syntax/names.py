@@ -134,10 +134,6 @@ class NameResolver:
         kind = self.kind_of(text)
         return kind == "macro" or (kind is None and self.open_world)
 
-    def is_value(self, name: str) -> bool:
-        """True for names that denote a value: variables, functions, enumerators."""
-        return self.kind_of(name) in ("variable", "function")
-
     def undeclared_is_error(self, name: str, next_text: str) -> bool:
         """Whether using the undeclared `name` (followed by `next_text`) is certainly an error.
 

@@ -37,8 +37,8 @@ from sparserl.syntax.token_groups import (
 )
 from sparserl.syntax.verdict import Doomed
 from sparserl.syntax.vocabulary import (
-    CONTROL_WITH_HEAD,
     CONTROL_FLOW_KEYWORDS,
+    CONTROL_WITH_HEAD,
     CONTROL_WITHOUT_HEAD,
     KEYWORDS,
     OPAQUE_GROUPS,
@@ -123,7 +123,11 @@ class StatementReader:
         """A statement the checker cannot read (it uses a statement-like macro, or a GNU
         statement expression): declare every undeclared name in it, check nothing."""
         for token in tokens:
-            if token.kind == "ident" and token.text not in KEYWORDS and self.names.kind_of(token.text) is None:
+            if (
+                token.kind == "ident"
+                and token.text not in KEYWORDS
+                and self.names.kind_of(token.text) is None
+            ):
                 self.symbols.declare(Symbol(token.text, "name", line=token.line))
 
     def leftover(self, tokens: list[Token], closing: Token) -> None:
@@ -185,7 +189,11 @@ class StatementReader:
         else:
             # a friend defined in a class is found (by argument-dependent lookup) outside it
             friend = "friend" in spec.storage
-            scope = self.symbols.enclosing(("file", "namespace")) if friend else self._outside_templates()
+            scope = (
+                self.symbols.enclosing(("file", "namespace"))
+                if friend
+                else self._outside_templates()
+            )
             self.symbols.declare(Symbol(name.text, "function", line=name.line), scope)
             if name.text == ENTRY_NAME and region_kind in ENTRY_REGIONS:
                 self.on_entry(tokens, name)
@@ -238,7 +246,9 @@ class StatementReader:
         if spec is None or not spec.certain or spec.class_key:
             return
         declarator, end = parse_declarator(tokens, spec.end, self.names)
-        is_definition = end == len(tokens) and not (declarator.initializer or declarator.special_body)
+        is_definition = end == len(tokens) and not (
+            declarator.initializer or declarator.special_body
+        )
         if declarator.is_function and declarator.name is not None and is_definition:
             raise Doomed(
                 f"function '{declarator.name.text}' cannot be defined inside another function "
@@ -256,7 +266,9 @@ class StatementReader:
                 index = matching(tokens, index) + 1
                 continue
             if token.kind == "ident" and token.text in CONTROL_FLOW_KEYWORDS:
-                raise Doomed(f"'{token.text}' cannot appear inside an expression (a missing ';'?)", token)
+                raise Doomed(
+                    f"'{token.text}' cannot appear inside an expression (a missing ';'?)", token
+                )
             index += 1
 
     # ------------------------------------------------------------------ statements, inside

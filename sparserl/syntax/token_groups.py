@@ -80,13 +80,6 @@ def find_top_level(tokens: list[Token], text: str, start: int = 0) -> int:
     return -1
 
 
-def skip_group(tokens: list[Token], index: int) -> int:
-    """Index after the bracket group opening at `index` (or `index` when none opens there)."""
-    if index < len(tokens) and tokens[index].text in OPENERS:
-        return matching(tokens, index) + 1
-    return index
-
-
 def skip_attributes(tokens: list[Token], index: int) -> int:
     """Index after any `[[...]]` attributes and `__attribute__((...))`-like groups at `index`."""
     while index < len(tokens):
@@ -147,7 +140,11 @@ def template_prefix(tokens: list[Token]) -> tuple[list[list[Token]], list[Token]
     """Split leading `template <...>` groups off: (parameter lists, the rest)."""
     parameter_lists = []
     index = 0
-    while index + 1 < len(tokens) and tokens[index].text == "template" and tokens[index + 1].text == "<":
+    while (
+        index + 1 < len(tokens)
+        and tokens[index].text == "template"
+        and tokens[index + 1].text == "<"
+    ):
         close = matching_angle(tokens, index + 1)
         parameter_lists.append(tokens[index + 2 : close])
         index = close + 1
@@ -157,6 +154,10 @@ def template_prefix(tokens: list[Token]) -> tuple[list[list[Token]], list[Token]
 def template_prefix_end(tokens: list[Token]) -> int:
     """Index after the leading `template <...>` groups (0 when there are none)."""
     index = 0
-    while index + 1 < len(tokens) and tokens[index].text == "template" and tokens[index + 1].text == "<":
+    while (
+        index + 1 < len(tokens)
+        and tokens[index].text == "template"
+        and tokens[index + 1].text == "<"
+    ):
         index = matching_angle(tokens, index + 1) + 1
     return min(index, len(tokens))
