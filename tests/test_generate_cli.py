@@ -9,25 +9,16 @@ from pathlib import Path
 import pytest
 import scipy.sparse
 import torch
-from transformers import Qwen3Config
+from tiny_models import tiny_config
 
 from sparserl.generate import DEFAULT_MODEL_DIR, main, matrix_stem, output_files
 from sparserl.io import load_matrix, save_matrix
 from sparserl.policy import SparseRLPolicy
-from sparserl.tokenizer import default_tokenizer
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    config = Qwen3Config(
-        vocab_size=len(default_tokenizer()),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        intermediate_size=64,
-    )
+    config = tiny_config("qwen")
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("model")
     SparseRLPolicy.from_backbone(config, index_dim=8, max_nonzeros=64).save_pretrained(folder)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse
 import torch
+from tiny_models import tiny_config
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen3Config, T5Config
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from sparserl.kernels import all_variant_sources
 from sparserl.model_configs import default_config
@@ -47,30 +48,6 @@ extern "C" __global__ void sparserl_kernel(const int* row_ptr, const int* col_id
   }
 }
 """
-
-
-def tiny_config(kind: str, vocab_size: int = VOCAB):
-    """A two-layer backbone of width 32: fast on CPU, same code paths as the real ones."""
-    if kind == "qwen":
-        return Qwen3Config(
-            vocab_size=vocab_size,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=16,
-            intermediate_size=64,
-            tie_word_embeddings=False,
-        )
-    return T5Config(
-        vocab_size=vocab_size,
-        d_model=32,
-        d_kv=16,
-        num_heads=2,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-    )
 
 
 def tiny_policy(kind: str, **settings) -> SparseRLPolicy:

@@ -8,13 +8,13 @@ The files hold sparsity patterns only; `load` fills in the values.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import scipy.sparse
 
+from sparserl.datasets.csv_table import read_rows
 from sparserl.io import load_matrix
 
 STATS_FILE = "dlmc.csv"
@@ -125,21 +125,11 @@ def _scan(root: Path, stats: dict[str, dict]) -> list[DLMCEntry]:
 
 def _read_stats(stats_file: Path) -> dict[str, dict]:
     """name -> dlmc.csv row: counts as int, other numbers as float, the rest as text."""
-    with open(stats_file, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in STATS_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{stats_file}, line 1: missing column(s) {', '.join(missing)}")
-        stats = {}
-        for row in reader:
-            if None in row or None in row.values():
-                raise ValueError(
-                    f"{stats_file}, line {reader.line_num}: expected {len(reader.fieldnames)} fields"
-                )
-            stats[row["name"]] = {
-                column: _stat(stats_file, reader.line_num, column, text)
-                for column, text in row.items()
-            }
+    stats = {}
+    for line, row in read_rows(stats_file, STATS_COLUMNS):
+        stats[row["name"]] = {
+            column: _stat(stats_file, line, column, text) for column, text in row.items()
+        }
     return stats
 
 

@@ -16,12 +16,12 @@ Members are kept sorted by name, so iteration order is deterministic.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import scipy.sparse
 
+from sparserl.datasets.csv_table import read_rows
 from sparserl.io import SUFFIXES, load_matrix
 
 MANIFEST = "manifest.csv"
@@ -146,27 +146,17 @@ def _scan_folder(folder: Path) -> dict[str, dict]:
 
 def _read_manifest(manifest: Path) -> dict[str, dict]:
     """name -> typed manifest row, checking columns, unique names and that files exist."""
-    with open(manifest, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in MANIFEST_REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{manifest}, line 1: missing column(s) {', '.join(missing)}")
-        rows: dict[str, dict] = {}
-        for row in reader:
-            line = reader.line_num
-            if None in row or None in row.values():
-                raise ValueError(
-                    f"{manifest}, line {line}: expected {len(reader.fieldnames)} fields"
-                )
-            name = f"{row['group']}/{row['name']}"
-            if name in rows:
-                raise ValueError(f"{manifest}, line {line}: matrix {name!r} is listed twice")
-            if not (manifest.parent / row["file"]).is_file():
-                raise FileNotFoundError(
-                    f"{manifest}, line {line}: listed file {row['file']!r} does not exist"
-                )
-            typed = {c: v if c in MANIFEST_REQUIRED_COLUMNS else _typed(v) for c, v in row.items()}
-            rows[name] = typed | {"name": name}
+    rows: dict[str, dict] = {}
+    for line, row in read_rows(manifest, MANIFEST_REQUIRED_COLUMNS):
+        name = f"{row['group']}/{row['name']}"
+        if name in rows:
+            raise ValueError(f"{manifest}, line {line}: matrix {name!r} is listed twice")
+        if not (manifest.parent / row["file"]).is_file():
+            raise FileNotFoundError(
+                f"{manifest}, line {line}: listed file {row['file']!r} does not exist"
+            )
+        typed = {c: v if c in MANIFEST_REQUIRED_COLUMNS else _typed(v) for c, v in row.items()}
+        rows[name] = typed | {"name": name}
     return rows
 
 
