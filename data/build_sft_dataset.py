@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import time
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tqdm import tqdm
 
 from sparserl.autotune import Autotuner
 from sparserl.datasets.dlmc import DLMCCollection
+from sparserl.datasets.local import shared_data_folder
 from sparserl.harness import Harness
 from sparserl.harness.check import traffic_floor_bytes
 from sparserl.sft_data import MatrixRef, SFTRecord, append_record, read_records
@@ -35,11 +35,6 @@ SYNTHETIC = {
     "power_law": (1e5, 1e6, 1e7, 2e7), "uniform_random": (1e5, 1e6, 1e7, 2e7),
     "row_skewed": (1e5, 1e6, 1e7), "block_sparse": (1e5, 1e6, 1e7), "pruned_weights": (1e5, 1e6, 1e7),
 }  # fmt: skip
-
-
-def shared_data_folder() -> Path:
-    default = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return Path(os.environ.get("SPARSERL_SHARED_DATA", default))
 
 
 def all_ops() -> list[tuple[str, int | None]]:
@@ -117,7 +112,7 @@ def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, ba
     """Tune A for one op and turn the result into an SFT record."""
     tuned = tuner.tune(A, op, n_cols)
     m, n = A.shape
-    floor_us = traffic_floor_bytes(8 * A.nnz + 4 * (m + 1), m, n, n_cols) / (bandwidth * 1e3)
+    floor_us = traffic_floor_bytes(m, n, A.nnz, n_cols) / (bandwidth * 1e3)
     extra = {
         "m": m, "n": n, "copy_bandwidth_gbs": bandwidth, "traffic_floor_us": floor_us,
         "baseline_device_cold_us": tuned.baseline_device_cold_us,

@@ -59,7 +59,7 @@ def timing_dict(timing) -> dict:
 def measure(harness, label, A, op, n_cols, timing, bandwidth_gbs) -> dict:
     results, report = harness.compare([reference_kernel(op, n_cols)], A, op, n_cols, timing)
     m, n = A.shape
-    floor_bytes = traffic_floor_bytes(8 * A.nnz + 4 * (m + 1), m, n, n_cols)
+    floor_bytes = traffic_floor_bytes(m, n, A.nnz, n_cols)
     floor_us = floor_bytes / (bandwidth_gbs * 1e3)
     sides = {f"cusparse:{name}": timing_dict(t) for name, t in report.algorithms.items()}
     sides["cupyx"] = timing_dict(report.cupyx)

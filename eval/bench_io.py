@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from sparserl.datasets.local import shared_data_folder
 from sparserl.features import fingerprint, matrix_features
 from sparserl.io import load_matrix, save_matrix
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_SUITESPARSE = REPO.parent / "shared" / "data" / "suitesparse"
+SHARED_SUITESPARSE = shared_data_folder() / "suitesparse"
 RESULTS = REPO / "eval" / "results" / "bench_io.json"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import time
 from collections.abc import Iterator
@@ -15,16 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sparserl.datasets.local import LocalMatrixCollection
+from sparserl.datasets.local import LocalMatrixCollection, shared_data_folder
 from sparserl.datasets.synthetic import make
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def shared_data_folder() -> Path:
-    """`../shared/data` beside the checkout, or $SPARSERL_SHARED_DATA."""
-    default = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return Path(os.environ.get("SPARSERL_SHARED_DATA", default))
 
 
 def suitesparse_matrices(limit: int | None = None) -> Iterator[tuple[str, object]]:

@@ -127,7 +127,8 @@ class Autotuner:
 
     def tune(self, A, op: str = "spmv", n_cols: int | None = None) -> TuningResult:
         """Best variant for A (cached by fingerprint, op, width and GPU)."""
-        key = f"{fingerprint(A)}_{op}_{n_cols}_{self.harness.device_name.replace(' ', '_')}"
+        pattern = fingerprint(A)
+        key = f"{pattern}_{op}_{n_cols}_{self.harness.device_name.replace(' ', '_')}"
         cached = self._read_cache(key)
         if cached is not None:
             return cached
@@ -153,7 +154,7 @@ class Autotuner:
             raise RuntimeError(f"no expert variant was correct on this matrix: {failed}")
         ranked.sort(key=lambda tuned: tuned.device_warm_us)
         result = TuningResult(
-            fingerprint=fingerprint(A), op=op, n_cols=n_cols, device=self.harness.device_name,
+            fingerprint=pattern, op=op, n_cols=n_cols, device=self.harness.device_name,
             nnz=int(A.nnz), baseline_name=report.best_name, baseline_device_warm_us=best_us,
             baseline_device_cold_us=(report.best.device_cold.median_us
                                      if report.best.device_cold else None),

@@ -41,7 +41,7 @@ def matrix_features(A: scipy.sparse.spmatrix | scipy.sparse.sparray) -> dict[str
 
     Ratios whose denominator is 0 (an empty matrix) are 0.
     """
-    A = _canonical_csr(A)
+    A = sorted_csr(A)
     n_rows, n_cols = A.shape
     nnz = A.nnz
     row_lengths = np.diff(A.indptr)
@@ -81,14 +81,14 @@ def fingerprint(A: scipy.sparse.spmatrix | scipy.sparse.sparray) -> str:
     no repeated positions), each as little-endian int64. The same pattern gives the same
     fingerprint whatever the sparse format, index dtype, entry order or values.
     """
-    A = _canonical_csr(A)
+    A = sorted_csr(A)
     digest = hashlib.blake2b(digest_size=16)
     for array in (np.asarray(A.shape), A.indptr, A.indices):
         digest.update(np.ascontiguousarray(array, dtype="<i8").tobytes())
     return digest.hexdigest()
 
 
-def _canonical_csr(A) -> scipy.sparse.csr_matrix:
+def sorted_csr(A) -> scipy.sparse.csr_matrix:
     """A as CSR with sorted column indices and no repeated positions; A is not modified."""
     if not scipy.sparse.issparse(A):
         raise TypeError(f"expected a scipy sparse matrix, got {type(A).__name__}")

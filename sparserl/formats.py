@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparserl.abi import FORMATS, ABIError, bsr_block_shape, parse_format_params
+from sparserl.features import sorted_csr
 
 INDEX = np.int32
 VALUE = np.float32
@@ -52,13 +53,10 @@ class FormatData:
 
 def canonical_csr(A) -> sp.csr_matrix:
     """Return `A` as CSR with float32 values, int32 indices, sorted and without duplicates."""
-    A = sp.csr_matrix(A)
-    if not A.has_canonical_format:
-        A = A.copy()
-        A.sum_duplicates()
-    A.sort_indices()
+    csr = sorted_csr(A)
     return sp.csr_matrix(
-        (A.data.astype(VALUE), A.indices.astype(INDEX), A.indptr.astype(INDEX)), shape=A.shape
+        (csr.data.astype(VALUE), csr.indices.astype(INDEX), csr.indptr.astype(INDEX)),
+        shape=csr.shape,
     )
 
 

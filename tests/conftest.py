@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from sparserl.datasets.local import shared_data_folder
+
 # The read-only data folder beside the checkout; SPARSERL_SHARED_DATA overrides it
 # (the GPU machine gets a copy carried inside the working tree).
-SHARED_DATA = Path(
-    os.environ.get("SPARSERL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
+SHARED_DATA = shared_data_folder()
 
 
 def gpu_available() -> bool:

@@ -16,6 +16,7 @@ Members are kept sorted by name, so iteration order is deterministic.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +27,13 @@ from sparserl.io import SUFFIXES, load_matrix
 
 MANIFEST = "manifest.csv"
 MANIFEST_REQUIRED_COLUMNS = ("file", "group", "name")
+
+
+def shared_data_folder() -> Path:
+    """The project's read-only data folder: $SPARSERL_SHARED_DATA, else `shared/data`
+    beside the repository checkout (it may not exist on a user's machine)."""
+    default = Path(__file__).resolve().parents[3] / "shared" / "data"
+    return Path(os.environ.get("SPARSERL_SHARED_DATA", default))
 
 
 def matrix_suffix(file_name: str) -> str | None:

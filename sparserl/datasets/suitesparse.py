@@ -21,9 +21,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from sparserl.datasets.local import shared_data_folder
+
 SUITESPARSE_HOST = "sparse.tamu.edu"
-SHARED_INDEX = Path("shared") / "data" / "suitesparse_index.csv"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED_INDEX_NAME = "suitesparse_index.csv"
 INT32_MAX = 2**31 - 1
 
 PAPER_SPLIT_SIZE = 1100
@@ -169,11 +170,12 @@ def _parse_index_row(path: Path, matrix_id: int, line: str) -> SuiteSparseEntry:
 
 
 def find_shared_index() -> Path | None:
-    """The shared data's `suitesparse_index.csv` at ../shared/data beside the repository
-    checkout or the working directory (in that order), or None when neither has it."""
-    for base in (REPO_ROOT, Path.cwd()):
-        if (base.parent / SHARED_INDEX).is_file():
-            return base.parent / SHARED_INDEX
+    """The shared data's `suitesparse_index.csv`: in `shared_data_folder()` (which
+    $SPARSERL_SHARED_DATA overrides), else in ../shared/data beside the working
+    directory, or None when neither has it."""
+    for folder in (shared_data_folder(), Path.cwd().parent / "shared" / "data"):
+        if (folder / SHARED_INDEX_NAME).is_file():
+            return folder / SHARED_INDEX_NAME
     return None
 
 

@@ -118,9 +118,9 @@ def guards_intact(guarded: np.ndarray, length: int) -> bool:
     return bool((front == GUARD_FLOAT).all() and (back == GUARD_FLOAT).all())
 
 
-def traffic_floor_bytes(format_bytes: int, m: int, n: int, n_cols: int | None) -> int:
-    """Fewest bytes one call must move: the matrix's format arrays read once, the dense
-    input read once and the output written once (fp32). For CSR SpMV this is
-    8*nnz + 4*(m+1) + 4*n + 4*m."""
+def traffic_floor_bytes(m: int, n: int, nnz: int, n_cols: int | None) -> int:
+    """Fewest bytes one call must move, whatever the kernel's format: the matrix in CSR
+    (int32 indices, fp32 values) read once, the dense input read once and the output
+    written once. For SpMV this is 8*nnz + 4*(m+1) + 4*n + 4*m."""
     width = 1 if n_cols is None else n_cols
-    return format_bytes + 4 * n * width + 4 * m * width
+    return 8 * nnz + 4 * (m + 1) + 4 * n * width + 4 * m * width
