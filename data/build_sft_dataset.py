@@ -9,8 +9,9 @@ its time budget still covers every set):
 
     python data/build_sft_dataset.py --out data/sft/sft_h100.jsonl [--budget-s 540]
 
-Resumable: records already in --out are skipped, and each record is appended as soon as
-it is measured.
+Resumable: records already in --out are skipped, and the file is rewritten (atomically)
+after every record. After a kernel family is added, `--retune-without FAMILY,...`
+measures again the records whose tuning did not try those families (for their op).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from pathlib import Path
 from tqdm import tqdm
 
 from sparserl.autotune import Autotuner
+from sparserl.datasets import interleave
 from sparserl.datasets.dlmc import DLMCCollection
 from sparserl.datasets.local import shared_data_folder
 from sparserl.harness import Harness
 from sparserl.harness.check import traffic_floor_bytes
-from sparserl.sft_data import MatrixRef, SFTRecord, append_record, read_records
+from sparserl.kernels import family_named
+from sparserl.sft_data import MatrixRef, SFTRecord, families_tried, read_records, write_records
 
 SPMM_WIDTHS = (8, 32, 128)
 SYNTHETIC = {
@@ -69,13 +72,6 @@ def synthetic_jobs():
                 yield MatrixRef("synthetic", family, int(sizes[size_rank])), all_ops()
 
 
-def interleave(*iterables):
-    """a1, b1, c1, a2, b2, ... until every iterable is exhausted."""
-    sentinel = object()
-    for items in itertools.zip_longest(*iterables, fillvalue=sentinel):
-        yield from (item for item in items if item is not sentinel)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -84,28 +80,42 @@ def main() -> None:
     parser.add_argument(
         "--budget-s", type=float, default=None, help="stop starting new jobs after this"
     )
+    parser.add_argument("--retune-without", default="",
+                        help="comma-separated kernel families: re-measure records that lack them")  # fmt: skip
     args = parser.parse_args()
     shared = shared_data_folder()
-    done = (
-        {(r.matrix, r.op, r.n_cols) for r in read_records(args.out)} if args.out.exists() else set()
-    )
+    records = {}  # (matrix, op, n_cols) -> SFTRecord, in file order
+    for record in read_records(args.out) if args.out.exists() else []:
+        records[(record.matrix, record.op, record.n_cols)] = record
+    required = [family_named(name) for name in args.retune_without.split(",") if name]
+    done = {key for key, record in records.items() if not missing_families(record, required)}
     jobs = interleave(suitesparse_jobs(shared), dlmc_jobs(shared), synthetic_jobs())
     jobs = [(ref, [op for op in ops if (ref, *op) not in done]) for ref, ops in jobs]
     jobs = [(ref, ops) for ref, ops in jobs if ops]
+    print(
+        f"{len(done)} records kept, {sum(len(ops) for _, ops in jobs)} (matrix, op) pairs to measure"
+    )
     start = time.monotonic()
     with Harness(timeout_s=10.0, seed=0) as harness:
         tuner = Autotuner(harness)
         bandwidth = harness.copy_bandwidth_gbs()
         for ref, ops in tqdm(jobs, desc="matrices", disable=None):
             if args.budget_s and time.monotonic() - start > args.budget_s:
-                print(f"time budget reached; {len(done)} records in {args.out}")
+                print(f"time budget reached; {len(done)} up-to-date records in {args.out}")
                 break
             A = ref.load(shared)
             for op, n_cols in ops:
                 if args.budget_s and time.monotonic() - start > args.budget_s:
                     break
-                append_record(args.out, measure(tuner, ref, A, op, n_cols, bandwidth))
+                records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth)
+                write_records(args.out, list(records.values()))
                 done.add((ref, op, n_cols))
+
+
+def missing_families(record: SFTRecord, required) -> set[str]:
+    """The families in `required` for the record's op that its tuning did not try."""
+    wanted = {family.name for family in required if family.op == record.op}
+    return wanted - families_tried(record)
 
 
 def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, bandwidth: float):

@@ -8,18 +8,26 @@ per row with float4 loads of B) run through the harness. Warm and cold, device t
 call latency, and each side's fraction of the memory-traffic floor. Then the harness's
 throughput (evaluations per second, compile included) on a 1e6-nnz matrix.
 
-    python eval/bench_baseline.py [--stride 10] [--sizes 1e6,2e7] [--rounds 3 --calls 10] [--budget-s 600]
+    python eval/bench_baseline.py [--stride 10] [--sizes 1e6,2e7] [--rounds 3 --calls 10]
+                                  [--budget-s 540] [--resume]
 
-Writes eval/results/baseline_<gpu>.json (per-matrix rows) and prints the summary.
+Writes eval/results/baseline_<gpu>.json (per-matrix rows, rewritten after every matrix)
+and prints the summary. --resume keeps the rows (and throughput) already in that file
+and measures only the missing (matrix, op) pairs: runs longer than one sitting go on
+where the last stopped. Each row records the copy bandwidth of the run that measured it.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import tempfile
 import time
+from pathlib import Path
 
 from summary import (
+    RESULTS,
     geometric_mean,
     print_summary,
     speedup_summary,
@@ -29,6 +37,7 @@ from summary import (
 )
 from tqdm import tqdm
 
+from sparserl.datasets import interleave
 from sparserl.datasets.synthetic import make
 from sparserl.harness import Harness, TimingConfig, Verdict
 from sparserl.harness.check import traffic_floor_bytes
@@ -69,6 +78,7 @@ def measure(harness, label, A, op, n_cols, timing, bandwidth_gbs) -> dict:
     best = report.best.device_warm.median_us
     row = {
         "matrix": label, "m": m, "n": n, "nnz": A.nnz, "op": op, "n_cols": n_cols,
+        "measured": time.strftime("%Y-%m-%d"), "copy_bandwidth_gbs": bandwidth_gbs,
         "cusparse_best": report.best_name, "cusparse_best_device_warm_us": best,
         "traffic_floor_us": floor_us, "floor_fraction_cusparse_best": floor_us / best,
         "reference_verdict": reference.verdict.value, "rejected_algorithms": report.rejected,
@@ -97,14 +107,6 @@ def throughput(harness_factory, A, n_kernels: int) -> dict:
     return rates
 
 
-def interleave(first: list, second: list) -> list:
-    """first[0], second[0], first[1], ...: a run cut short by its budget covers both."""
-    merged = []
-    for index in range(max(len(first), len(second))):
-        merged += first[index : index + 1] + second[index : index + 1]
-    return merged
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -117,30 +119,42 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="results folder (default eval/results)")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="start no new measurement after this many seconds")  # fmt: skip
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows already in the results file; measure the rest")  # fmt: skip
     args = parser.parse_args()
 
     sizes = [int(float(size)) for size in args.sizes.split(",")]
-    synthetic = list(synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES}))
-    matrices = interleave(list(suitesparse_matrices())[:: args.stride], synthetic)
+    synthetic = synthetic_matrices({family: sizes for family in SYNTHETIC_FAMILIES})
+    shared = itertools.islice(suitesparse_matrices(), 0, None, args.stride)
+    matrices = list(interleave(shared, synthetic))  # (label, load), loaded when measured
     timing = TimingConfig(rounds=args.rounds, calls_per_round=args.calls, cold=True)
-    million = make("uniform_random", 1_000_000, seed=0)
-    rates = throughput(
-        lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
-    )
-    print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile cache), "
-          f"{rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
-    rows = []
-    start = time.monotonic()
     with Harness(timeout_s=20.0, seed=0) as harness:
-        bandwidth = harness.copy_bandwidth_gbs()
         device = harness.device_name
+        previous = previous_results(args, device)
+        rows, rates = previous.get("rows", []), previous.get("throughput_evals_per_s")
+        done = {(row["matrix"], row["op"], row["n_cols"]) for row in rows}
+        if rates is None:
+            million = make("uniform_random", 1_000_000, seed=0)
+            rates = throughput(
+                lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
+            )
+        print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile "
+              f"cache), {rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
+        bandwidth = harness.copy_bandwidth_gbs()
         print(f"{device}: copy bandwidth {bandwidth:.0f} GB/s (read + write)")
-        for label, A in tqdm(matrices, desc="matrices", disable=None):
-            for op, n_cols in OPS:
+        print(f"{len(done)} (matrix, op) pairs kept from the results file")
+        start = time.monotonic()
+        for label, load in tqdm(matrices, desc="matrices", disable=None):
+            missing = [(op, n_cols) for op, n_cols in OPS if (label, op, n_cols) not in done]
+            if not missing or (args.budget_s and time.monotonic() - start > args.budget_s):
+                continue
+            A = load()
+            for op, n_cols in missing:
                 if args.budget_s and time.monotonic() - start > args.budget_s:
                     break
                 rows.append(measure(harness, label, A, op, n_cols, timing, bandwidth))
-            path = save(args, device, bandwidth, timing, rates, rows)  # after every matrix
+            save(args, device, timing, rates, rows)  # after every matrix
+        path = save(args, device, timing, rates, rows)
     print(f"measured {len(rows)} (matrix, op) pairs of {len(matrices) * len(OPS)} in "
           f"{time.monotonic() - start:.0f} s")  # fmt: skip
     summary = speedup_summary([r for r in rows if "speedup" in r])
@@ -161,10 +175,20 @@ def algorithm_counts(rows: list[dict]) -> dict[str, int]:
     return counts
 
 
-def save(args, device, bandwidth, timing, rates, rows):
+def results_name(device: str) -> str:
+    return f"baseline_{device.replace(' ', '_')}"
+
+
+def previous_results(args, device: str) -> dict:
+    """The results file's contents when resuming (empty when not, or when there is none)."""
+    path = (Path(args.out) if args.out else RESULTS) / f"{results_name(device)}.json"
+    return json.loads(path.read_text()) if args.resume and path.exists() else {}
+
+
+def save(args, device, timing, rates, rows):
     return write_results(
-        f"baseline_{device.replace(' ', '_')}",
-        {"device": device, "copy_bandwidth_gbs": bandwidth, "timing": vars(timing),
+        results_name(device),
+        {"device": device, "timing": vars(timing),
          "throughput_evals_per_s": rates,
          "reference_vs_cusparse_best": speedup_summary([r for r in rows if "speedup" in r]),
          "cusparse_best_algorithm_counts": algorithm_counts(rows), "rows": rows},

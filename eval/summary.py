@@ -5,11 +5,12 @@ Imported by the scripts in this folder (run them as `python eval/<script>.py`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +21,18 @@ from sparserl.datasets.synthetic import make
 RESULTS = Path(__file__).parent / "results"
 
 
-def suitesparse_matrices(limit: int | None = None) -> Iterator[tuple[str, object]]:
-    """(file name, matrix) of every shared SuiteSparse matrix, smallest first."""
+def suitesparse_matrices() -> Iterator[tuple[str, Callable[[], object]]]:
+    """(file name, loader) of every shared SuiteSparse matrix, smallest first."""
     collection = LocalMatrixCollection(shared_data_folder() / "suitesparse")
-    for name in list(collection.names())[:limit]:
-        yield collection.metadata(name).get("file", name), collection.load(name)
+    for name in collection.names():
+        yield collection.metadata(name).get("file", name), functools.partial(collection.load, name)
 
 
-def synthetic_matrices(sizes: dict[str, list[int]]) -> Iterator[tuple[str, object]]:
-    """(label, matrix) for each synthetic family and nnz size hint."""
+def synthetic_matrices(sizes: dict[str, list[int]]) -> Iterator[tuple[str, Callable[[], object]]]:
+    """(label, loader) for each synthetic family and nnz size hint."""
     for family, hints in sizes.items():
         for hint in hints:
-            yield f"synthetic:{family}:{hint:.0e}", make(family, hint, seed=0)
+            yield f"synthetic:{family}:{hint:.0e}", functools.partial(make, family, hint, seed=0)
 
 
 def geometric_mean(values) -> float:

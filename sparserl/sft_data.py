@@ -102,7 +102,17 @@ def read_records(path: str | Path) -> list[SFTRecord]:
     return records
 
 
-def append_record(path: str | Path, record: SFTRecord) -> None:
-    """Append one record (the file is written line by line, so a stopped run keeps its work)."""
-    with open(path, "a") as handle:
-        handle.write(record.to_json() + "\n")
+def write_records(path: str | Path, records: list[SFTRecord]) -> None:
+    """Write every record, one per line, atomically (a temporary file renamed over
+    `path`), so a run stopped mid-write keeps the previous file whole."""
+    path = Path(path)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text("".join(record.to_json() + "\n" for record in records))
+    temporary.replace(path)
+
+
+def families_tried(record: SFTRecord) -> set[str]:
+    """Kernel families the record's tuning evaluated (ranked or failed)."""
+    ranked = {item["variant"]["family"] for item in record.ranked}
+    failed = {variant_id.split("[")[0] for variant_id in record.extra.get("failed", {})}
+    return ranked | failed

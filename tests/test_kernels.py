@@ -147,7 +147,15 @@ def test_applicability_prunes_by_structure():
     scattered = {v.family for v in variants("spmv", features=matrix_features(skewed_matrix()))}
     banded = {v.family for v in variants("spmv", features=matrix_features(banded_matrix()))}
     blocks = {v.family for v in variants("spmv", features=matrix_features(block_matrix()))}
-    general = {"csr_scalar", "csr_vector", "csr_rowblocks", "csr_merge", "sell", "coo"}
+    general = {
+        "csr_scalar",
+        "csr_vector",
+        "csr_rowblocks",
+        "csr_merge",
+        "csr_nnz_split",
+        "sell",
+        "coo",
+    }
     assert scattered == general  # padding would blow up ELL and DIA; no dense blocks
     assert banded >= general | {"ell", "dia"}
     assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"}

@@ -9,6 +9,9 @@
 `python -m sparserl.datasets --help` lists the command-line tools.
 """
 
+import itertools
+from collections.abc import Iterable, Iterator
+
 from sparserl.datasets import synthetic
 from sparserl.datasets.dlmc import DLMCCollection, DLMCEntry
 from sparserl.datasets.local import LocalMatrixCollection
@@ -30,8 +33,17 @@ __all__ = [
     "SuiteSparseIndexError",
     "SuiteSparseUnavailableError",
     "download",
+    "interleave",
     "fetch_index",
     "read_index",
     "suitesparse_paper_split",
     "synthetic",
 ]
+
+
+def interleave(*iterables: Iterable) -> Iterator:
+    """a1, b1, c1, a2, b2, ... until every iterable is exhausted (lazily), so a run
+    stopped by its time budget has covered every collection."""
+    sentinel = object()
+    for items in itertools.zip_longest(*iterables, fillvalue=sentinel):
+        yield from (item for item in items if item is not sentinel)

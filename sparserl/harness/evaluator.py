@@ -105,26 +105,7 @@ class Harness:
         worker, then (if `time`) times the correct ones together, interleaved, with
         `timing` (default `TimingConfig.quick()`). Returns one EvalResult per source."""
         A, key = self._prepare(matrix, op, n_cols)
-        headers = [self._check_abi(source, op) for source in sources]
-        compiled = self._compile(
-            [s for s, h in zip(sources, headers, strict=True) if isinstance(h, KernelHeader)]
-        )
-        results, correct = [], []
-        for source, header in zip(sources, headers, strict=True):
-            if not isinstance(header, KernelHeader):
-                results.append(header)
-                continue
-            module = compiled[source_hash(source, self.arch)]
-            if not module.ok:
-                detail = "; ".join(f"line {d.line}: {d.message}" for d in module.diagnostics[:3])
-                results.append(EvalResult(Verdict.COMPILE_ERROR, detail, module.seconds))
-                continue
-            kernel_id = source_hash(source, self.arch)[:16]
-            self._verified[kernel_id] = (module, header)
-            result = self._verify(kernel_id, A, key, n_cols)
-            results.append(result)
-            if result.verdict is Verdict.CORRECT:
-                correct.append((len(results) - 1, kernel_id))
+        results, correct = self._verify_all(sources, A, key, op, n_cols)
         if time and correct:
             self._time_and_recheck(results, correct, key, n_cols, timing or TimingConfig.quick())
         return results
@@ -141,13 +122,11 @@ class Harness:
                 timing: TimingConfig | None = None):  # fmt: skip
         """Evaluate kernels and time them interleaved with cuSPARSE in the same worker and
         session: the fair comparison benchmarks use. Returns (results, BaselineReport)."""
-        timing = timing or TimingConfig()
-        results = self.evaluate_many(sources, matrix, op, n_cols, time=False)
         A, key = self._prepare(matrix, op, n_cols)
-        self._load(A, key)
-        correct = [(i, source_hash(s, self.arch)[:16]) for i, s in enumerate(sources)
-                   if results[i].verdict is Verdict.CORRECT]  # fmt: skip
-        timings, rejected = self._time_and_recheck(results, correct, key, n_cols, timing, True)
+        results, correct = self._verify_all(sources, A, key, op, n_cols)
+        timings, rejected = self._time_and_recheck(
+            results, correct, key, n_cols, timing or TimingConfig(), baseline=True
+        )
         return results, _baseline_report(timings, rejected)
 
     def copy_bandwidth_gbs(self) -> float:
@@ -176,6 +155,32 @@ class Harness:
             raise TypeError(f"matrix must be a scipy.sparse matrix, got {type(matrix).__name__}")
         A = canonical_csr(matrix)
         return A, fingerprint(A)
+
+    def _verify_all(self, sources, A, key, op, n_cols):
+        """ABI-check, compile (in parallel) and verify each source on A. Returns one
+        EvalResult per source and the (result index, kernel id) of the correct ones."""
+        self._load(A, key)
+        headers = [self._check_abi(source, op) for source in sources]
+        compiled = self._compile(
+            [s for s, h in zip(sources, headers, strict=True) if isinstance(h, KernelHeader)]
+        )
+        results, correct = [], []
+        for source, header in zip(sources, headers, strict=True):
+            if not isinstance(header, KernelHeader):
+                results.append(header)
+                continue
+            module = compiled[source_hash(source, self.arch)]
+            if not module.ok:
+                detail = "; ".join(f"line {d.line}: {d.message}" for d in module.diagnostics[:3])
+                results.append(EvalResult(Verdict.COMPILE_ERROR, detail, module.seconds))
+                continue
+            kernel_id = source_hash(source, self.arch)[:16]
+            self._verified[kernel_id] = (module, header)
+            result = self._verify(kernel_id, A, key, n_cols)
+            results.append(result)
+            if result.verdict is Verdict.CORRECT:
+                correct.append((len(results) - 1, kernel_id))
+        return results, correct
 
     def _check_abi(self, source: str, op: str) -> KernelHeader | EvalResult:
         try:

@@ -1,0 +1,257 @@
+"""nnz-split CSR families: every warp takes the same number of entries, whatever the rows.
+
+A warp owns `entries_per_warp` consecutive entries of the CSR arrays. It finds the row
+holding its first entry with a warp-wide search on `row_ptr` (32 probes per step, so
+about log32(m) dependent loads), then walks the row segments that fall in its share:
+a segment is summed by the warp, and its total is stored, or added atomically when
+the row is cut by a share boundary (the output is zeroed first, `init: zero`).
+Long rows are thus spread over many warps, and few-but-long rows (pruned DNN layers)
+keep the whole GPU busy.
+
+- csr_nnz_split (SpMV): the share's products are staged in shared memory (coalesced
+  loads); a lane sums each short row segment, the whole warp each long one.
+- csr_spmm_nnz_split (SpMM): as csr_spmm_warp_float4, lanes own 4 columns each and
+  spare lanes split the segment's entries.
+"""
+
+from __future__ import annotations
+
+from sparserl.abi import SPMM_WIDTHS
+from sparserl.kernels.family import KernelFamily, MatrixConstants
+from sparserl.kernels.render import (
+    WARP_CONSTANTS,
+    WARP_SIZE,
+    entry_signature,
+    fill,
+    header,
+    kernel,
+    shuffle_fold,
+    size_bindings,
+)
+from sparserl.kernels.spmm import baked_width
+
+FIND_ROW = """\
+// The row holding entry `entry`: the last r in [0, num_rows) with row_ptr[r] <= entry.
+// The warp searches together: each step probes 32 evenly spaced rows, one per lane, and
+// keeps the part between the last probe at or before `entry` and the next probe.
+__device__ __forceinline__ int warp_find_row(const int* __restrict__ row_ptr, int num_rows,
+                                             int entry, int lane)
+{
+    int low = 0;  // row_ptr[low] <= entry always holds
+    int high = num_rows;
+    while (high - low > 1) {
+        const int step = (high - low + kWarpSize - 1) / kWarpSize;
+        const int probe = low + lane * step;
+        const bool at_or_before = probe < high && row_ptr[probe] <= entry;
+        const unsigned found = __ballot_sync(kFullWarpMask, at_or_before);
+        low += (kWarpSize - 1 - __clz(found)) * step;  // lane 0's probe is always found
+        high = min(low + step, high);
+    }
+    return low;
+}"""
+
+WARP_SHARE_START = """\
+const int lane = threadIdx.x % kWarpSize;
+const int warp = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
+const int first_entry = warp * kEntriesPerWarp;
+if (first_entry >= num_nonzeros) return;  // the whole warp leaves together
+const int end_entry = min(first_entry + kEntriesPerWarp, num_nonzeros);
+int row = warp_find_row(row_ptr, num_rows, first_entry, lane);"""
+
+
+def share_preamble(entries_per_warp: int, warps_per_block: int) -> str:
+    return fill(
+        """
+        $warp
+        constexpr int kWarpsPerBlock = $warps;
+        constexpr int kEntriesPerWarp = $entries;  // each warp's share of the entries
+        """,
+        warp=WARP_CONSTANTS,
+        warps=warps_per_block,
+        entries=entries_per_warp,
+    )
+
+
+def share_header(op: str, entries_per_warp: int, warps_per_block: int) -> str:
+    return header(
+        op=op,
+        format="csr",
+        grid=f"max(ceil_div(nnz, {entries_per_warp * warps_per_block}), 1)",
+        block=warps_per_block * WARP_SIZE,
+        init="zero",
+    )
+
+
+def render_csr_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
+    entries, warps = params["entries_per_warp"], params["warps_per_block"]
+    preamble = fill(
+        """
+        $share
+        constexpr int kLongSegment = kWarpSize;  // longer row segments are summed by the warp
+        """,
+        share=share_preamble(entries, warps),
+    )
+    body = fill(
+        """
+        __shared__ float staged_products[kWarpsPerBlock][kEntriesPerWarp];
+        float* products = staged_products[threadIdx.x / kWarpSize];
+        $sizes
+        $start
+        // 1. Every product of the share, coalesced, into shared memory.
+        for (int k = first_entry + lane; k < end_entry; k += kWarpSize) {
+            products[k - first_entry] = values[k] * __ldg(&x[col_idx[k]]);
+        }
+        __syncwarp();
+        // 2. The share's rows, 32 at a time, a lane each. A lane sums a short segment alone;
+        // long segments are then summed by the whole warp, one after another.
+        for (int base_row = row;; base_row += kWarpSize) {
+            const int lane_row = base_row + lane;
+            const bool in_share = lane_row < num_rows && row_ptr[lane_row] < end_entry;
+            if (__ballot_sync(kFullWarpMask, in_share) == 0) break;
+            int segment_start = 0, segment_end = 0;
+            bool whole_row = false;
+            if (in_share) {
+                const int lane_row_start = row_ptr[lane_row];
+                const int lane_row_end = row_ptr[lane_row + 1];
+                segment_start = max(lane_row_start, first_entry) - first_entry;
+                segment_end = min(lane_row_end, end_entry) - first_entry;
+                whole_row = lane_row_start >= first_entry && lane_row_end <= end_entry;
+            }
+            const bool is_long = segment_end - segment_start > kLongSegment;
+            if (in_share && !is_long) {
+                float sum = 0.0f;
+                for (int k = segment_start; k < segment_end; ++k) sum += products[k];
+                if (whole_row) {
+                    y[lane_row] = sum;  // the whole row is in this warp's share
+                } else {
+                    atomicAdd(&y[lane_row], sum);  // other warps add the rest of the row
+                }
+            }
+            for (unsigned long_lanes = __ballot_sync(kFullWarpMask, is_long); long_lanes != 0;
+                 long_lanes &= long_lanes - 1) {
+                const int owner = __ffs(long_lanes) - 1;
+                const int long_start = __shfl_sync(kFullWarpMask, segment_start, owner);
+                const int long_end = __shfl_sync(kFullWarpMask, segment_end, owner);
+                float sum = 0.0f;
+                for (int k = long_start + lane; k < long_end; k += kWarpSize) sum += products[k];
+                $fold
+                const float total = __shfl_sync(kFullWarpMask, sum, 0);  // the fold ends in lane 0
+                if (lane == owner) {
+                    if (whole_row) {
+                        y[lane_row] = total;
+                    } else {
+                        atomicAdd(&y[lane_row], total);
+                    }
+                }
+            }
+        }
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m), ("num_nonzeros", "nnz", constants.nnz)),
+        start=WARP_SHARE_START,
+        fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
+    )
+    return kernel(
+        header=share_header("spmv", entries, warps),
+        strategy=CSR_NNZ_SPLIT.strategy,
+        preamble=preamble + "\n\n" + FIND_ROW,
+        signature=entry_signature("spmv", "csr", warps * WARP_SIZE),
+        body=body,
+    )
+
+
+def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
+    n_cols, entries, warps = params["N"], params["entries_per_warp"], params["warps_per_block"]
+    preamble = fill(
+        """
+        $share
+        $width
+        constexpr int kColumnLanes = kN / 4 < kWarpSize ? kN / 4 : kWarpSize;  // float4 each
+        constexpr int kEntrySlices = kWarpSize / kColumnLanes;  // lanes that split a segment
+        static_assert(kColumnLanes * 4 == kN, "every column lane owns exactly one float4");
+        """,
+        share=share_preamble(entries, warps),
+        width=baked_width(n_cols),
+    )
+    body = fill(
+        """
+        $sizes
+        $start
+        const int column_lane = lane % kColumnLanes;
+        const int entry_slice = lane / kColumnLanes;
+        // B and C rows are 16-byte aligned (N is a multiple of 4): read them as float4.
+        const float4* b_vectors = reinterpret_cast<const float4*>(B);
+        int row_start = row_ptr[row];
+        while (true) {
+            const int row_end = row_ptr[row + 1];
+            const int segment_start = max(row_start, first_entry);
+            const int segment_end = min(row_end, end_entry);
+            float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int k = segment_start + entry_slice; k < segment_end; k += kEntrySlices) {
+                const float a = values[k];
+                const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
+                sum.x += a * b.x;
+                sum.y += a * b.y;
+                sum.z += a * b.z;
+                sum.w += a * b.w;
+            }
+            // Lanes column_lane + s * kColumnLanes hold the same columns: fold them.
+            $fold
+            if (entry_slice == 0) {
+                float* c = C + (size_t)row * kN + column_lane * 4;
+                if (row_start >= first_entry && row_end <= end_entry) {
+                    *reinterpret_cast<float4*>(c) = sum;  // the whole row is in this share
+                } else {
+                    atomicAdd(c, sum.x);  // other warps add the rest of the row
+                    atomicAdd(c + 1, sum.y);
+                    atomicAdd(c + 2, sum.z);
+                    atomicAdd(c + 3, sum.w);
+                }
+            }
+            if (row_end >= end_entry) break;
+            ++row;
+            row_start = row_end;
+        }
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m), ("num_nonzeros", "nnz", constants.nnz)),
+        start=WARP_SHARE_START,
+        fold=shuffle_fold(["sum.x", "sum.y", "sum.z", "sum.w"], "kWarpSize / 2", "kColumnLanes"),
+    )
+    return kernel(
+        header=share_header("spmm", entries, warps),
+        strategy=CSR_SPMM_NNZ_SPLIT.strategy,
+        preamble=preamble + "\n\n" + FIND_ROW,
+        signature=entry_signature("spmm", "csr", warps * WARP_SIZE),
+        body=body,
+    )
+
+
+CSR_NNZ_SPLIT = KernelFamily(
+    name="csr_nnz_split",
+    op="spmv",
+    format="csr",
+    params="-",
+    space={"entries_per_warp": (128, 256, 512), "warps_per_block": (4,)},
+    strategy="nnz-split CSR: each warp takes entries_per_warp consecutive entries, finds its "
+    "first row by a warp-wide search on row_ptr and stages the products in shared memory; "
+    "a lane sums each short row segment, the warp each long one; rows cut by a share "
+    "boundary are finished with atomicAdd (output zeroed first). Pays on skewed rows and "
+    "on few, long rows.",
+    renderer=render_csr_nnz_split,
+    bakes=("m", "nnz"),
+)
+
+CSR_SPMM_NNZ_SPLIT = KernelFamily(
+    name="csr_spmm_nnz_split",
+    op="spmm",
+    format="csr",
+    params="-",
+    space={"N": SPMM_WIDTHS, "entries_per_warp": (32, 128, 512), "warps_per_block": (4,)},
+    strategy="nnz-split CSR SpMM: each warp takes entries_per_warp consecutive entries, finds "
+    "its first row by a warp-wide search; lanes own float4 columns of B and C, spare lanes "
+    "split each row segment; rows cut by a share boundary are added atomically (output "
+    "zeroed first). Pays on skewed rows and on few, long rows.",
+    renderer=render_csr_spmm_nnz_split,
+    bakes=("m", "nnz"),
+)
+
+FAMILIES = (CSR_NNZ_SPLIT, CSR_SPMM_NNZ_SPLIT)

@@ -1,0 +1,60 @@
+"""The autotuner's CPU side: candidate pruning by structure, and the result's arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparserl.autotune import TunedVariant, TuningResult, candidates
+from sparserl.datasets.synthetic import make
+from sparserl.kernels import MatrixConstants
+
+
+def lane_groups(chosen) -> set[int]:
+    return {v.params["threads_per_row"] for v in chosen if v.family == "csr_vector"}
+
+
+def test_lane_groups_follow_the_mean_row_length():
+    assert lane_groups(candidates(make("uniform_random", 100_000), "spmv")) == {4, 8, 16, 32}
+    assert lane_groups(candidates(make("pruned_weights", 1_000_000), "spmv")) == {32}
+
+
+def test_candidates_bake_the_matrix_and_serve_one_width():
+    A = make("stencil_2d", 100_000)
+    chosen = candidates(A, "spmm", 32)
+    assert chosen and all(v.params["N"] == 32 for v in chosen)
+    assert {v.family for v in chosen} >= {"csr_spmm_nnz_split", "csr_spmm_warp_float4"}
+    constants = MatrixConstants.from_matrix(A)
+    assert all(v.constants is None or v.constants.m == constants.m for v in chosen)
+
+
+def test_banded_matrices_get_dia_and_scattered_ones_do_not():
+    assert "dia" in {v.family for v in candidates(make("banded", 100_000), "spmv")}
+    assert "dia" not in {v.family for v in candidates(make("power_law", 100_000), "spmv")}
+
+
+def tuning(format: str, best_us: float, preprocessing_s: float) -> TuningResult:
+    variant = {
+        "variant_id": "x",
+        "family": "x",
+        "params": {},
+        "format": format,
+        "format_params": "-",
+    }
+    best = TunedVariant(variant, best_us, best_us + 2.0, None, 10.0 / best_us)
+    return TuningResult(
+        fingerprint="f", op="spmv", n_cols=None, device="d", nnz=1, baseline_name="b",
+        baseline_device_warm_us=10.0, baseline_device_cold_us=None, baseline_latency_warm_us=12.0,
+        ranked=[best], preprocessing_s={format: preprocessing_s} if format != "csr" else {},
+    )  # fmt: skip
+
+
+def test_break_even_counts_the_conversion_against_the_time_saved():
+    assert tuning("ell", 5.0, 0.001).break_even_calls() == pytest.approx(200.0)  # 1000 us / 5 us
+    assert tuning("csr", 5.0, 0.0).break_even_calls() == 0.0
+    assert tuning("ell", 12.0, 0.001).break_even_calls() is None  # slower: never pays
+
+
+def test_tuning_result_round_trips_through_a_dict():
+    result = tuning("sell", 4.0, 0.002)
+    assert TuningResult.from_dict(result.to_dict()) == result
+    assert result.best_speedup == pytest.approx(2.5)
