@@ -59,7 +59,7 @@ const int end_entry = min(first_entry + kEntriesPerWarp, num_nonzeros);
 int row = warp_find_row(row_ptr, num_rows, first_entry, lane);"""
 
 
-def share_preamble(entries_per_warp: int, warps_per_block: int) -> str:
+def share_preamble(params: dict[str, int]) -> str:
     return fill(
         """
         $warp
@@ -67,29 +67,37 @@ def share_preamble(entries_per_warp: int, warps_per_block: int) -> str:
         constexpr int kEntriesPerWarp = $entries;  // each warp's share of the entries
         """,
         warp=WARP_CONSTANTS,
-        warps=warps_per_block,
-        entries=entries_per_warp,
+        warps=params["warps_per_block"],
+        entries=params["entries_per_warp"],
     )
 
 
-def share_header(op: str, entries_per_warp: int, warps_per_block: int) -> str:
-    return header(
-        op=op,
-        format="csr",
-        grid=f"max(ceil_div(nnz, {entries_per_warp * warps_per_block}), 1)",
-        block=warps_per_block * WARP_SIZE,
-        init="zero",
+def share_kernel(family: KernelFamily, params: dict[str, int], preamble: str, body: str) -> str:
+    """Assemble an nnz-split source: the header (one warp per share of the entries, output
+    zeroed first), the family's preamble, the row search and the entry kernel."""
+    entries, warps = params["entries_per_warp"], params["warps_per_block"]
+    return kernel(
+        header=header(
+            op=family.op,
+            format="csr",
+            grid=f"max(ceil_div(nnz, {entries * warps}), 1)",
+            block=warps * WARP_SIZE,
+            init="zero",
+        ),
+        strategy=family.strategy,
+        preamble=preamble + "\n\n" + FIND_ROW,
+        signature=entry_signature(family.op, "csr", warps * WARP_SIZE),
+        body=body,
     )
 
 
 def render_csr_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
-    entries, warps = params["entries_per_warp"], params["warps_per_block"]
     preamble = fill(
         """
         $share
         constexpr int kLongSegment = kWarpSize;  // longer row segments are summed by the warp
         """,
-        share=share_preamble(entries, warps),
+        share=share_preamble(params),
     )
     body = fill(
         """
@@ -150,17 +158,10 @@ def render_csr_nnz_split(params: dict[str, int], constants: MatrixConstants) -> 
         start=WARP_SHARE_START,
         fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
     )
-    return kernel(
-        header=share_header("spmv", entries, warps),
-        strategy=CSR_NNZ_SPLIT.strategy,
-        preamble=preamble + "\n\n" + FIND_ROW,
-        signature=entry_signature("spmv", "csr", warps * WARP_SIZE),
-        body=body,
-    )
+    return share_kernel(CSR_NNZ_SPLIT, params, preamble, body)
 
 
 def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
-    n_cols, entries, warps = params["N"], params["entries_per_warp"], params["warps_per_block"]
     preamble = fill(
         """
         $share
@@ -169,8 +170,8 @@ def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants
         constexpr int kEntrySlices = kWarpSize / kColumnLanes;  // lanes that split a segment
         static_assert(kColumnLanes * 4 == kN, "every column lane owns exactly one float4");
         """,
-        share=share_preamble(entries, warps),
-        width=baked_width(n_cols),
+        share=share_preamble(params),
+        width=baked_width(params["N"]),
     )
     body = fill(
         """
@@ -216,13 +217,7 @@ def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants
         start=WARP_SHARE_START,
         fold=shuffle_fold(["sum.x", "sum.y", "sum.z", "sum.w"], "kWarpSize / 2", "kColumnLanes"),
     )
-    return kernel(
-        header=share_header("spmm", entries, warps),
-        strategy=CSR_SPMM_NNZ_SPLIT.strategy,
-        preamble=preamble + "\n\n" + FIND_ROW,
-        signature=entry_signature("spmm", "csr", warps * WARP_SIZE),
-        body=body,
-    )
+    return share_kernel(CSR_SPMM_NNZ_SPLIT, params, preamble, body)
 
 
 CSR_NNZ_SPLIT = KernelFamily(
