@@ -87,7 +87,10 @@ def main() -> None:
     records = {}  # (matrix, op, n_cols) -> SFTRecord, in file order
     for record in read_records(args.out) if args.out.exists() else []:
         records[(record.matrix, record.op, record.n_cols)] = record
-    required = [family_named(name) for name in args.retune_without.split(",") if name]
+    try:
+        required = [family_named(name) for name in args.retune_without.split(",") if name]
+    except ValueError as error:
+        parser.error(f"--retune-without: {error}")
     done = {key for key, record in records.items() if not missing_families(record, required)}
     jobs = interleave(suitesparse_jobs(shared), dlmc_jobs(shared), synthetic_jobs())
     jobs = [(ref, [op for op in ops if (ref, *op) not in done]) for ref, ops in jobs]

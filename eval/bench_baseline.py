@@ -111,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--stride", type=int, default=1, help="every k-th shared matrix by nnz")
+    parser.add_argument(
+        "--stride", type=int, default=1, help="every k-th shared matrix (name order)"
+    )
     parser.add_argument("--sizes", default="1e5,1e6,1e7,2e7", help="synthetic sizes (nnz)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=10)
@@ -133,13 +135,15 @@ def main() -> None:
         previous = previous_results(args, device)
         rows, rates = previous.get("rows", []), previous.get("throughput_evals_per_s")
         done = {(row["matrix"], row["op"], row["n_cols"]) for row in rows}
+        origin = "kept from the results file (an earlier run)"
         if rates is None:
             million = make("uniform_random", 1_000_000, seed=0)
             rates = throughput(
                 lambda cache: Harness(cache_dir=cache, seed=0), million, args.throughput_kernels
             )
-        print(f"harness throughput on 1e6 nnz: {rates['cold_cache']:.1f} evals/s (cold compile "
-              f"cache), {rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
+            origin = "measured now"
+        print(f"harness throughput on 1e6 nnz, {origin}: {rates['cold_cache']:.1f} evals/s "
+              f"(cold compile cache), {rates['warm_cache']:.1f} evals/s (warm cache)")  # fmt: skip
         bandwidth = harness.copy_bandwidth_gbs()
         print(f"{device}: copy bandwidth {bandwidth:.0f} GB/s (read + write)")
         print(f"{len(done)} (matrix, op) pairs kept from the results file")

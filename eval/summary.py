@@ -22,7 +22,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def suitesparse_matrices() -> Iterator[tuple[str, Callable[[], object]]]:
-    """(file name, loader) of every shared SuiteSparse matrix, smallest first."""
+    """(file name, loader) of every shared SuiteSparse matrix, in name order."""
     collection = LocalMatrixCollection(shared_data_folder() / "suitesparse")
     for name in collection.names():
         yield collection.metadata(name).get("file", name), functools.partial(collection.load, name)
