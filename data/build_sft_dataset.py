@@ -11,7 +11,8 @@ its time budget still covers every set):
 
 Resumable: records already in --out are skipped, and the file is rewritten (atomically)
 after every record. After a kernel family is added, `--retune-without FAMILY,...`
-measures again the records whose tuning did not try those families (for their op).
+measures again the records whose tuning did not try those families, where they serve the
+record's op and width and apply to its matrix.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sparserl.autotune import Autotuner
 from sparserl.datasets import interleave
 from sparserl.datasets.dlmc import DLMCCollection
 from sparserl.datasets.local import shared_data_folder
+from sparserl.features import matrix_features
 from sparserl.harness import Harness
 from sparserl.harness.check import traffic_floor_bytes
 from sparserl.kernels import family_named
@@ -96,7 +98,8 @@ def main() -> None:
     jobs = [(ref, [op for op in ops if (ref, *op) not in done]) for ref, ops in jobs]
     jobs = [(ref, ops) for ref, ops in jobs if ops]
     print(
-        f"{len(done)} records kept, {sum(len(ops) for _, ops in jobs)} (matrix, op) pairs to measure"
+        f"{len(done)} records kept, {sum(len(ops) for _, ops in jobs)} (matrix, op) pairs to "
+        "measure" + (" or to check for the new families" if required else "")
     )
     start = time.monotonic()
     with Harness(timeout_s=10.0, seed=0) as harness:
@@ -107,17 +110,29 @@ def main() -> None:
                 print(f"time budget reached; {len(done)} up-to-date records in {args.out}")
                 break
             A = ref.load(shared)
+            features = matrix_features(A) if required else None
             for op, n_cols in ops:
                 if args.budget_s and time.monotonic() - start > args.budget_s:
                     break
+                kept = records.get((ref, op, n_cols))
+                if kept is not None and not missing_families(kept, required, features):
+                    done.add((ref, op, n_cols))  # none of the new families applies here
+                    continue
                 records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth)
                 write_records(args.out, list(records.values()))
                 done.add((ref, op, n_cols))
 
 
-def missing_families(record: SFTRecord, required) -> set[str]:
-    """The families in `required` for the record's op that its tuning did not try."""
-    wanted = {family.name for family in required if family.op == record.op}
+def missing_families(record: SFTRecord, required, features=None) -> set[str]:
+    """The families in `required` that serve the record's op (and SpMM width) and that its
+    tuning did not try; with the matrix's `features`, only those applicable to it."""
+    wanted = {
+        family.name
+        for family in required
+        if family.op == record.op
+        and (record.n_cols is None or record.n_cols in family.space["N"])
+        and (features is None or family.applicable(features))
+    }
     return wanted - families_tried(record)
 
 

@@ -135,7 +135,8 @@ def test_spmm_variants_are_selected_by_width():
     for width in SPMM_WIDTHS:
         chosen = variants("spmm", n_cols=width)
         assert chosen and all(v.params["N"] == width for v in chosen)
-        assert {v.family for v in chosen} == {f.name for f in FAMILIES.values() if f.op == "spmm"}
+        serving = {f.name for f in FAMILIES.values() if f.op == "spmm" and width in f.space["N"]}
+        assert {v.family for v in chosen} == serving
         assert all(f"constexpr int kN = {width};" in v.source() for v in chosen)
     with pytest.raises(ValueError, match="N=48"):
         variants("spmm", n_cols=48)
@@ -230,3 +231,31 @@ def test_every_variant_is_correct_on_the_gpu():
                     if r.verdict is not Verdict.CORRECT
                 ]
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_every_applicable_variant_is_correct_on_every_shared_suitesparse_matrix(shared_data):
+    """Each shared SuiteSparse matrix, SpMV and SpMM N = 8, 32, 128: every plain variant of
+    the families the autotuner would try on it (its applicability pruning) is correct."""
+    from sparserl.datasets.local import LocalMatrixCollection
+    from sparserl.harness import Harness, Verdict
+
+    collection = LocalMatrixCollection(shared_data / "suitesparse")
+    failures, checked = [], 0
+    with Harness(seed=0) as harness:
+        for name in collection.names():
+            A = collection.load(name)
+            features = matrix_features(A)
+            for op, width in [("spmv", None)] + [("spmm", w) for w in (8, 32, 128)]:
+                group = variants(op, n_cols=width, features=features)
+                results = harness.evaluate_many(
+                    [v.source() for v in group], A, op, width, time=False
+                )
+                checked += len(group)
+                failures += [
+                    f"{v.variant_id} on {name}: {r.verdict.value} {r.detail}"
+                    for v, r in zip(group, results, strict=True)
+                    if r.verdict is not Verdict.CORRECT
+                ]
+    print(f"{checked} (variant, matrix, op) checks on {len(collection)} matrices")
+    assert len(collection) >= 100 and not failures, "\n".join(failures)

@@ -8,13 +8,17 @@
   sums a row from there; a long row gets the whole block and a block-wide reduction.
 - csr_merge: merge-path (Merrill & Garland, SC'16). Every thread takes an equal share of
   the m + nnz "row ends and entries", so skewed row lengths cannot unbalance the work.
+- csr_multiwarp: 1..8 warps per row, and each lane loads a batch of entries before it
+  reads their x values, so several loads are in flight at once. For few, long rows
+  (pruned DNN layers), where one warp per row leaves the GPU waiting on memory latency.
 """
 
 from __future__ import annotations
 
-from sparserl.kernels.family import KernelFamily, MatrixConstants
+from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
+    WARP_SIZE,
     csr_row_extent,
     entry_signature,
     fill,
@@ -254,6 +258,92 @@ def render_csr_merge(params: dict[str, int], constants: MatrixConstants) -> str:
     )
 
 
+def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size, warps_per_row = params["block_size"], params["warps_per_row"]
+    rows_per_block = block_size // (warps_per_row * WARP_SIZE)
+    preamble = fill(
+        """
+        $warp
+        constexpr int kWarpsPerRow = $warps_per_row;
+        constexpr int kThreadsPerRow = kWarpsPerRow * kWarpSize;
+        constexpr int kRowsPerBlock = $rows;  // $block_size threads per block
+        constexpr int kLoadsInFlight = $batch;  // entries a lane loads before it reads x
+        """,
+        warp=WARP_CONSTANTS,
+        warps_per_row=warps_per_row,
+        rows=rows_per_block,
+        block_size=block_size,
+        batch=params["loads_in_flight"],
+    )
+    body = fill(
+        """
+        __shared__ float warp_totals[kRowsPerBlock][kWarpsPerRow];
+        $sizes
+        const int row_in_block = threadIdx.x / kThreadsPerRow;
+        const int row = blockIdx.x * kRowsPerBlock + row_in_block;
+        const int thread_in_row = threadIdx.x % kThreadsPerRow;
+        float sum = 0.0f;
+        if (row < num_rows) {
+            $extent
+            for (int base = row_start + thread_in_row; base < row_end;
+                 base += kThreadsPerRow * kLoadsInFlight) {
+                // A batch of (column, value) pairs first, then their x entries, then the
+                // sums: no load waits for another. Entries past the row end are clamped to
+                // its last entry (a valid address) and left out of the sum by a select.
+                int columns[kLoadsInFlight];
+                float entry_values[kLoadsInFlight];
+                float x_values[kLoadsInFlight];
+                #pragma unroll
+                for (int b = 0; b < kLoadsInFlight; ++b) {
+                    const int k = min(base + b * kThreadsPerRow, row_end - 1);
+                    columns[b] = col_idx[k];
+                    entry_values[b] = values[k];
+                }
+                #pragma unroll
+                for (int b = 0; b < kLoadsInFlight; ++b) x_values[b] = __ldg(&x[columns[b]]);
+                #pragma unroll
+                for (int b = 0; b < kLoadsInFlight; ++b) {
+                    const bool in_row = base + b * kThreadsPerRow < row_end;
+                    sum += in_row ? entry_values[b] * x_values[b] : 0.0f;
+                }
+            }
+        }
+        // Every lane folds (lanes past the last row hold 0), then the row's warps add up.
+        $fold
+        if (threadIdx.x % kWarpSize == 0) {
+            warp_totals[row_in_block][thread_in_row / kWarpSize] = sum;
+        }
+        __syncthreads();
+        if (thread_in_row == 0 && row < num_rows) {
+            float total = 0.0f;
+            #pragma unroll
+            for (int w = 0; w < kWarpsPerRow; ++w) total += warp_totals[row_in_block][w];
+            y[row] = total;
+        }
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m)),
+        extent=csr_row_extent("row", constants.fixed_row_length),
+        fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
+    )
+    return kernel(
+        header=header(
+            op="spmv",
+            format="csr",
+            grid=f"ceil_div(m, {rows_per_block})",
+            block=block_size,
+        ),
+        strategy=CSR_MULTIWARP.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmv", "csr", block_size),
+        body=body,
+    )
+
+
+def rows_are_long(features) -> bool:
+    """csr_multiwarp pays only when a row has a warp's worth of entries or more."""
+    return feature(features, "row_length_mean") >= WARP_SIZE
+
+
 CSR_SCALAR = KernelFamily(
     name="csr_scalar",
     op="spmv",
@@ -304,4 +394,19 @@ CSR_MERGE = KernelFamily(
     bakes=("m", "nnz"),
 )
 
-FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE)
+CSR_MULTIWARP = KernelFamily(
+    name="csr_multiwarp",
+    op="spmv",
+    format="csr",
+    params="-",
+    space={"warps_per_row": (1, 2, 4, 8), "loads_in_flight": (4, 8), "block_size": (256,)},
+    strategy="CSR multi-warp: warps_per_row warps share each row; each lane loads "
+    "loads_in_flight (column, value) pairs before it reads their x entries, so that many "
+    "loads are in flight; warps fold with shuffles, then add up through shared memory. "
+    "Pays for few, long rows, where one warp per row waits on memory latency.",
+    renderer=render_csr_multiwarp,
+    bakes=("m", "fixed_row_length"),
+    predicate=rows_are_long,
+)
+
+FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE, CSR_MULTIWARP)

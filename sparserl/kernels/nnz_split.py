@@ -28,7 +28,7 @@ from sparserl.kernels.render import (
     shuffle_fold,
     size_bindings,
 )
-from sparserl.kernels.spmm import baked_width
+from sparserl.kernels.spmm import BATCHED_PRODUCTS, baked_width
 
 FIND_ROW = """\
 // The row holding entry `entry`: the last r in [0, num_rows) with row_ptr[r] <= entry.
@@ -161,7 +161,16 @@ def render_csr_nnz_split(params: dict[str, int], constants: MatrixConstants) -> 
     return share_kernel(CSR_NNZ_SPLIT, params, preamble, body)
 
 
-def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
+def spmm_share_kernel(
+    family: KernelFamily,
+    params: dict[str, int],
+    constants,
+    segment_loop: str,
+    preamble_extra: str = "",
+) -> str:
+    """An nnz-split SpMM source: walk the share's row segments, run `segment_loop` on each
+    (it adds entries segment_start..segment_end-1 of the row into the float4 `sum`), fold
+    the entry slices and store, or add atomically when a share boundary cuts the row."""
     preamble = fill(
         """
         $share
@@ -169,9 +178,11 @@ def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants
         constexpr int kColumnLanes = kN / 4 < kWarpSize ? kN / 4 : kWarpSize;  // float4 each
         constexpr int kEntrySlices = kWarpSize / kColumnLanes;  // lanes that split a segment
         static_assert(kColumnLanes * 4 == kN, "every column lane owns exactly one float4");
+        $extra
         """,
         share=share_preamble(params),
         width=baked_width(params["N"]),
+        extra=preamble_extra,
     )
     body = fill(
         """
@@ -187,14 +198,7 @@ def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants
             const int segment_start = max(row_start, first_entry);
             const int segment_end = min(row_end, end_entry);
             float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int k = segment_start + entry_slice; k < segment_end; k += kEntrySlices) {
-                const float a = values[k];
-                const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
-                sum.x += a * b.x;
-                sum.y += a * b.y;
-                sum.z += a * b.z;
-                sum.w += a * b.w;
-            }
+            $segment_loop
             // Lanes column_lane + s * kColumnLanes hold the same columns: fold them.
             $fold
             if (entry_slice == 0) {
@@ -215,9 +219,50 @@ def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants
         """,
         sizes=size_bindings(("num_rows", "m", constants.m), ("num_nonzeros", "nnz", constants.nnz)),
         start=WARP_SHARE_START,
+        segment_loop=segment_loop,
         fold=shuffle_fold(["sum.x", "sum.y", "sum.z", "sum.w"], "kWarpSize / 2", "kColumnLanes"),
     )
-    return share_kernel(CSR_SPMM_NNZ_SPLIT, params, preamble, body)
+    return share_kernel(family, params, preamble, body)
+
+
+def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
+    segment_loop = """\
+for (int k = segment_start + entry_slice; k < segment_end; k += kEntrySlices) {
+    const float a = values[k];
+    const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
+    sum.x += a * b.x;
+    sum.y += a * b.y;
+    sum.z += a * b.z;
+    sum.w += a * b.w;
+}"""
+    return spmm_share_kernel(CSR_SPMM_NNZ_SPLIT, params, constants, segment_loop)
+
+
+def render_csr_spmm_nnz_batched(params: dict[str, int], constants: MatrixConstants) -> str:
+    extra = fill(
+        """
+        constexpr int kLoadsInFlight = $batch;  // B rows each lane loads before it adds
+        static_assert(kEntrySlices * kLoadsInFlight <= kWarpSize, "a batch fits in one chunk");
+        """,
+        batch=params["loads_in_flight"],
+    )
+    segment_loop = fill(
+        """
+        // 32 entries at a time: each lane loads one (column, value) pair, coalesced; the warp
+        // hands them round by shuffles, and each lane issues kLoadsInFlight B loads before it
+        // adds any, so the loads overlap instead of waiting for each other. Lanes past the chunk
+        // repeat its first column (a valid address); a select leaves their products out.
+        for (int chunk = segment_start; chunk < segment_end; chunk += kWarpSize) {
+            const int chunk_length = min(kWarpSize, segment_end - chunk);
+            const int lane_entry = chunk + min(lane, chunk_length - 1);
+            const int lane_column = col_idx[lane_entry];
+            const float lane_value = values[lane_entry];
+            $products
+        }
+        """,
+        products=BATCHED_PRODUCTS,
+    )
+    return spmm_share_kernel(CSR_SPMM_NNZ_BATCHED, params, constants, segment_loop, extra)
 
 
 CSR_NNZ_SPLIT = KernelFamily(
@@ -249,4 +294,23 @@ CSR_SPMM_NNZ_SPLIT = KernelFamily(
     bakes=("m", "nnz"),
 )
 
-FAMILIES = (CSR_NNZ_SPLIT, CSR_SPMM_NNZ_SPLIT)
+CSR_SPMM_NNZ_BATCHED = KernelFamily(
+    name="csr_spmm_nnz_batched",
+    op="spmm",
+    format="csr",
+    params="-",
+    space={
+        "N": (32, 128),
+        "entries_per_warp": (128, 512),
+        "loads_in_flight": (4, 8),
+        "warps_per_block": (4,),
+    },  # fmt: skip
+    strategy="nnz-split CSR SpMM with batched loads: as csr_spmm_nnz_split, but each lane "
+    "takes 32 (column, value) pairs at a time, hands them round by shuffles and issues "
+    "loads_in_flight B row loads before adding any. Pays for wide N on long rows, where B "
+    "traffic waits on memory latency.",
+    renderer=render_csr_spmm_nnz_batched,
+    bakes=("m", "nnz"),
+)
+
+FAMILIES = (CSR_NNZ_SPLIT, CSR_SPMM_NNZ_SPLIT, CSR_SPMM_NNZ_BATCHED)

@@ -11,12 +11,15 @@ constant, so the per-thread accumulators live in registers and the column loops 
 - csr_spmm_warp_staged: a warp per row that loads 32 of the row's (column, value) pairs at
   a time, coalesced, into shared memory, from where every lane reads them (a broadcast)
   while it accumulates its columns.
+- csr_spmm_lockstep: a warp per row, and the block's rows walk A's columns together, a
+  chunk at a time between barriers, so B rows that several of them need are read from L2
+  once and then hit in L1. Blocks may also split A's columns (adding into C atomically).
 """
 
 from __future__ import annotations
 
 from sparserl.abi import SPMM_WIDTHS
-from sparserl.kernels.family import KernelFamily, MatrixConstants
+from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
     WARP_SIZE,
@@ -31,6 +34,33 @@ from sparserl.kernels.render import (
 )
 
 FLOATS_PER_VECTOR = 4  # a float4 load
+
+
+# The products of `chunk_length` entries whose (column, value) pairs lanes 0.. hold in
+# `lane_column` / `lane_value`, added into the float4 `sum`: shuffles hand the pairs round
+# and each lane issues kLoadsInFlight B loads before it adds any. Needs kColumnLanes,
+# kEntrySlices, kLoadsInFlight, b_vectors, column_lane and entry_slice.
+BATCHED_PRODUCTS = """\
+for (int j = 0; j < chunk_length; j += kEntrySlices * kLoadsInFlight) {
+    float a[kLoadsInFlight];
+    float4 b[kLoadsInFlight];
+    #pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+        const int source = j + u * kEntrySlices + entry_slice;  // < 32: see static_assert
+        const int column = __shfl_sync(kFullWarpMask, lane_column, source);
+        a[u] = __shfl_sync(kFullWarpMask, lane_value, source);
+        b[u] = __ldg(&b_vectors[(size_t)column * kColumnLanes + column_lane]);
+    }
+    #pragma unroll
+    for (int u = 0; u < kLoadsInFlight; ++u) {
+        if (j + u * kEntrySlices + entry_slice < chunk_length) {
+            sum.x += a[u] * b[u].x;
+            sum.y += a[u] * b[u].y;
+            sum.z += a[u] * b[u].z;
+            sum.w += a[u] * b[u].w;
+        }
+    }
+}"""
 
 
 def baked_width(n_cols: int) -> str:
@@ -214,6 +244,126 @@ def render_warp_staged(params: dict[str, int], constants: MatrixConstants) -> st
     )
 
 
+LOCKSTEP_CHUNK_BYTES = 32 * 1024  # B bytes one chunk of A's columns spans, per block
+
+
+LOWER_BOUND = """\
+// The first entry of [start, end) whose column is >= `column` (columns ascend within a
+// CSR row). The warp searches together: 32 probes per step, one per lane.
+__device__ __forceinline__ int warp_lower_bound(const int* __restrict__ col_idx, int start,
+                                                int end, int column, int lane)
+{
+    int low = start, high = end;  // the answer lies in [low, high]
+    while (low < high) {
+        const int step = (high - low + kWarpSize - 1) / kWarpSize;
+        const int probe = low + lane * step;
+        const bool before = probe < high && col_idx[probe] < column;
+        const unsigned found = __ballot_sync(kFullWarpMask, before);
+        if (found == 0) break;  // col_idx[low] >= column already
+        const int last_before = low + (kWarpSize - 1 - __clz(found)) * step;
+        low = last_before + 1;
+        high = min(last_before + step, high);  // the next probe is not before `column`
+    }
+    return low;
+}"""
+
+
+def render_lockstep(params: dict[str, int], constants: MatrixConstants) -> str:
+    n_cols, rows, splits = params["N"], params["warps_per_block"], params["column_splits"]
+    preamble = fill(
+        """
+        $warp_row
+        constexpr int kColumnSplits = $splits;  // blocks per row group, each a slice of A's columns
+        constexpr int kChunkColumns = $chunk;  // A columns per lockstep step: $chunk_kb KB of B
+        constexpr int kLoadsInFlight = 4;  // B rows each lane loads before it adds
+        static_assert(kEntrySlices * kLoadsInFlight <= kWarpSize, "a batch fits in one chunk");
+
+        $lower_bound
+        """,
+        warp_row=warp_per_row_preamble(n_cols, rows, "kN / 4"),
+        splits=splits,
+        chunk=LOCKSTEP_CHUNK_BYTES // (n_cols * 4),
+        chunk_kb=LOCKSTEP_CHUNK_BYTES // 1024,
+        lower_bound=LOWER_BOUND,
+    )
+    store = (
+        "reinterpret_cast<float4*>(C)[(size_t)row * kColumnLanes + column_lane] = sum;"
+        if splits == 1
+        else "float* c = C + (size_t)row * kN + column_lane * 4;  // other splits add theirs\n"
+        "atomicAdd(c, sum.x);\natomicAdd(c + 1, sum.y);\natomicAdd(c + 2, sum.z);\n"
+        "atomicAdd(c + 3, sum.w);"
+    )
+    body = fill(
+        """
+        $sizes
+        const int lane = threadIdx.x % kWarpSize;
+        const int split = blockIdx.x % kColumnSplits;
+        const int row = blockIdx.x / kColumnSplits * kWarpsPerBlock + threadIdx.x / kWarpSize;
+        const bool has_row = row < num_rows;  // rows past m still join every barrier
+        const int column_lane = lane % kColumnLanes;
+        const int entry_slice = lane / kColumnLanes;
+        const float4* b_vectors = reinterpret_cast<const float4*>(B);
+        // This block's slice of A's columns, and this row's first entry in it.
+        const int split_begin = (int)((long long)num_cols * split / kColumnSplits);
+        const int split_end = (int)((long long)num_cols * (split + 1) / kColumnSplits);
+        int next = 0, row_end = 0;
+        if (has_row) {
+            row_end = row_ptr[row + 1];
+            next = warp_lower_bound(col_idx, row_ptr[row], row_end, split_begin, lane);
+        }
+        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int chunk_begin = split_begin; chunk_begin < split_end; chunk_begin += kChunkColumns) {
+            const int chunk_end = min(chunk_begin + kChunkColumns, split_end);
+            // This row's entries with column < chunk_end, 32 at a time: each lane loads one
+            // (column, value) pair; the leading lanes inside the chunk are the batch.
+            while (true) {
+                const int available = has_row ? min(kWarpSize, row_end - next) : 0;
+                if (available == 0) break;
+                const int lane_entry = next + min(lane, available - 1);
+                const int lane_column = col_idx[lane_entry];
+                const float lane_value = values[lane_entry];
+                const bool in_chunk = lane < available && lane_column < chunk_end;
+                const unsigned inside = __ballot_sync(kFullWarpMask, in_chunk);
+                const int chunk_length = inside == kFullWarpMask ? kWarpSize : __ffs(~inside) - 1;
+                $products
+                next += chunk_length;
+                if (chunk_length < kWarpSize) break;
+            }
+            __syncthreads();  // the block's rows enter the next chunk together
+        }
+        // Lanes column_lane + s * kColumnLanes hold the same columns: fold them.
+        $fold
+        if (has_row && entry_slice == 0) {
+            $store
+        }
+        """,
+        sizes=size_bindings(("num_rows", "m", constants.m), ("num_cols", "n", constants.n)),
+        products=BATCHED_PRODUCTS,
+        fold=shuffle_fold(["sum.x", "sum.y", "sum.z", "sum.w"], "kWarpSize / 2", "kColumnLanes"),
+        store=store,
+    )
+    return kernel(
+        header=header(
+            op="spmm",
+            format="csr",
+            grid=f"ceil_div(m, {rows}) * {splits}",
+            block=rows * WARP_SIZE,
+            init="zero" if splits > 1 else "none",
+        ),
+        strategy=LOCKSTEP.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmm", "csr", rows * WARP_SIZE),
+        body=body,
+    )
+
+
+def rows_share_columns(features) -> bool:
+    """csr_spmm_lockstep pays when a block's rows are likely to need the same B rows."""
+    return feature(features, "density") >= LOCKSTEP_MIN_DENSITY
+
+
+LOCKSTEP_MIN_DENSITY = 0.01
+
 ROWSPLIT = KernelFamily(
     name="csr_spmm_rowsplit",
     op="spmm",
@@ -253,4 +403,20 @@ WARP_STAGED = KernelFamily(
     bakes=("m", "fixed_row_length"),
 )
 
-FAMILIES = (ROWSPLIT, WARP_FLOAT4, WARP_STAGED)
+LOCKSTEP = KernelFamily(
+    name="csr_spmm_lockstep",
+    op="spmm",
+    format="csr",
+    params="-",
+    space={"N": (32, 128), "warps_per_block": (8, 16), "column_splits": (1, 4)},
+    strategy="CSR SpMM in lockstep: a warp per row, lanes own float4 columns; the block's "
+    "rows walk A's columns together, 32 KB of B rows at a time between barriers, so B rows "
+    "several of them need come from L2 once and then hit in L1. column_splits blocks share "
+    "a row group, each a slice of A's columns, adding into C atomically (output zeroed "
+    "first). Pays on dense-ish rows (pruned DNN layers) at wide N.",
+    renderer=render_lockstep,
+    bakes=("m", "n"),
+    predicate=rows_share_columns,
+)
+
+FAMILIES = (ROWSPLIT, WARP_FLOAT4, WARP_STAGED, LOCKSTEP)
