@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from sparserl.abi import check_entry_signature, parse_header
 from sparserl.datasets import interleave
+from sparserl.features import matrix_features
 from sparserl.harness import compile_check
+from sparserl.kernels import FAMILIES
 from sparserl.sft_data import MatrixRef, families_tried, read_records, write_records
 
 COMMITTED = Path(__file__).parent.parent / "data" / "sft" / "sft_h100.jsonl"
@@ -20,7 +24,7 @@ def records():
 
 
 def test_committed_records_are_ranked_and_consistent(records):
-    assert len(records) >= 195
+    assert len(records) >= 449
     for record in records:
         times = [item["device_warm_us"] for item in record.ranked]
         assert times == sorted(times), record.matrix.label
@@ -30,10 +34,38 @@ def test_committed_records_are_ranked_and_consistent(records):
         assert record.op == "spmv" or record.n_cols in (8, 32, 128)
 
 
+def build_script():
+    """data/build_sft_dataset.py as a module (it is a script, not part of the package)."""
+    path = COMMITTED.parent.parent / "build_sft_dataset.py"
+    spec = importlib.util.spec_from_file_location("build_sft_dataset", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_every_record_tried_the_families_of_its_op(records):
     for record in records:
         wanted = {"csr_nnz_split"} if record.op == "spmv" else {"csr_spmm_nnz_split"}
         assert wanted <= families_tried(record), record.matrix.label
+
+
+def test_dlmc_records_tried_every_family_that_applies(records, shared_data):
+    """What `--retune-without` relies on: a family counts as missing only where it serves
+    the record's op and width and applies to its matrix; the committed DLMC records miss
+    none, and taking a family out of a record makes exactly that one missing."""
+    missing_families = build_script().missing_families
+    everything = list(FAMILIES.values())
+    dlmc = [r for r in records if r.matrix.kind == "dlmc"]
+    features = {ref: matrix_features(ref.load(shared_data)) for ref in {r.matrix for r in dlmc}}
+    for record in dlmc:
+        assert missing_families(record, everything, features[record.matrix]) == set()
+    spmv = next(r for r in dlmc if r.op == "spmv" and "csr_multiwarp" in families_tried(r))
+    without = dataclasses.replace(
+        spmv, ranked=[i for i in spmv.ranked if i["variant"]["family"] != "csr_multiwarp"]
+    )
+    assert missing_families(without, everything, features[spmv.matrix]) == {"csr_multiwarp"}
+    narrow = next(r for r in dlmc if r.n_cols == 8)
+    assert "csr_spmm_nnz_batched" not in missing_families(narrow, everything)  # N=8 not served
 
 
 def test_splits_are_by_matrix(records):

@@ -28,7 +28,7 @@ from sparserl.kernels.render import (
     shuffle_fold,
     size_bindings,
 )
-from sparserl.kernels.spmm import BATCHED_PRODUCTS, baked_width
+from sparserl.kernels.spmm import BATCHED_PRODUCTS, baked_width, float4_products
 
 FIND_ROW = """\
 // The row holding entry `entry`: the last r in [0, num_rows) with row_ptr[r] <= entry.
@@ -226,15 +226,7 @@ def spmm_share_kernel(
 
 
 def render_csr_spmm_nnz_split(params: dict[str, int], constants: MatrixConstants) -> str:
-    segment_loop = """\
-for (int k = segment_start + entry_slice; k < segment_end; k += kEntrySlices) {
-    const float a = values[k];
-    const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
-    sum.x += a * b.x;
-    sum.y += a * b.y;
-    sum.z += a * b.z;
-    sum.w += a * b.w;
-}"""
+    segment_loop = float4_products("segment_start", "segment_end")
     return spmm_share_kernel(CSR_SPMM_NNZ_SPLIT, params, constants, segment_loop)
 
 

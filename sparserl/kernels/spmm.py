@@ -63,6 +63,25 @@ for (int j = 0; j < chunk_length; j += kEntrySlices * kLoadsInFlight) {
 }"""
 
 
+def float4_products(first: str, end: str) -> str:
+    """The loop adding A's entries `first`..`end`-1 times B into the float4 `sum`: lanes
+    own float4 columns (column_lane) and split the entries (entry_slice)."""
+    return fill(
+        """
+        for (int k = $first + entry_slice; k < $end; k += kEntrySlices) {
+            const float a = values[k];
+            const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
+            sum.x += a * b.x;
+            sum.y += a * b.y;
+            sum.z += a * b.z;
+            sum.w += a * b.w;
+        }
+        """,
+        first=first,
+        end=end,
+    )
+
+
 def baked_width(n_cols: int) -> str:
     return f"constexpr int kN = {n_cols};  // columns of B and C: this variant serves N = {n_cols} only"
 
@@ -158,14 +177,7 @@ def render_warp_float4(params: dict[str, int], constants: MatrixConstants) -> st
         const float4* b_vectors = reinterpret_cast<const float4*>(B);
         float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         $extent
-        for (int k = row_start + entry_slice; k < row_end; k += kEntrySlices) {
-            const float a = values[k];
-            const float4 b = __ldg(&b_vectors[(size_t)col_idx[k] * kColumnLanes + column_lane]);
-            sum.x += a * b.x;
-            sum.y += a * b.y;
-            sum.z += a * b.z;
-            sum.w += a * b.w;
-        }
+        $products
         // Lanes column_lane + s * kColumnLanes hold the same columns: fold them into lane column_lane.
         $fold
         if (entry_slice == 0) {
@@ -175,6 +187,7 @@ def render_warp_float4(params: dict[str, int], constants: MatrixConstants) -> st
         sizes=size_bindings(("num_rows", "m", constants.m)),
         start=WARP_PER_ROW_START,
         extent=csr_row_extent("row", constants.fixed_row_length),
+        products=float4_products("row_start", "row_end"),
         fold=shuffle_fold(["sum.x", "sum.y", "sum.z", "sum.w"], "kWarpSize / 2", "kColumnLanes"),
     )
     return kernel(
