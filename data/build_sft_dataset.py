@@ -121,6 +121,8 @@ def main() -> None:
                 records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth)
                 write_records(args.out, list(records.values()))
                 done.add((ref, op, n_cols))
+        else:
+            print(f"every job done; {len(done)} up-to-date records in {args.out}")
 
 
 def missing_families(record: SFTRecord, required, features=None) -> set[str]:
