@@ -157,11 +157,22 @@ def test_applicability_prunes_by_structure():
         "sell",
         "coo",
     }
-    assert scattered == general  # padding would blow up ELL and DIA; no dense blocks
-    assert banded >= general | {"ell", "dia"}
+    # Padding would blow up ELL and DIA; there are no dense blocks; the few long rows of
+    # its 1500 call for several warps each.
+    assert scattered == general | {"csr_multiwarp"}
+    assert banded >= general | {"ell", "dia"} and "csr_multiwarp" not in banded
     assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"}
     with pytest.raises(KeyError, match="ell_fill"):
         FAMILIES["ell"].applicable({"n_rows": 10})
+
+
+def test_shared_b_tiles_are_tried_only_where_rows_share_columns():
+    layer = sp.random(512, 4608, density=0.1, random_state=0, format="csr")  # a pruned layer
+    tiled = {v.family for v in variants("spmm", 128, features=matrix_features(layer))}
+    assert "csr_spmm_shared_tile" in tiled
+    for sparse in (skewed_matrix(), banded_matrix()):
+        families = {v.family for v in variants("spmm", 128, features=matrix_features(sparse))}
+        assert "csr_spmm_shared_tile" not in families
 
 
 def test_off_grid_parameters_are_rejected_with_the_family_name():

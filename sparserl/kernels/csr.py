@@ -340,8 +340,15 @@ def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> 
 
 
 def rows_are_long(features) -> bool:
-    """csr_multiwarp pays only when a row has a warp's worth of entries or more."""
-    return feature(features, "row_length_mean") >= WARP_SIZE
+    """csr_multiwarp pays when the mean row has a warp's worth of entries, or when some rows
+    do and there are few enough rows that a warp each is cheap (the longest rows then set
+    the kernel's time, and a batch of loads in flight shortens them)."""
+    if feature(features, "row_length_mean") >= WARP_SIZE:
+        return True
+    return feature(features, "n_rows") <= FEW_ROWS and feature(features, "row_length_max") >= WARP_SIZE
+
+
+FEW_ROWS = 16384  # a warp per row: about two waves of resident warps on an H100 (132 x 64)
 
 
 CSR_SCALAR = KernelFamily(
