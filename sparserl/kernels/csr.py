@@ -345,7 +345,9 @@ def rows_are_long(features) -> bool:
     the kernel's time, and a batch of loads in flight shortens them)."""
     if feature(features, "row_length_mean") >= WARP_SIZE:
         return True
-    return feature(features, "n_rows") <= FEW_ROWS and feature(features, "row_length_max") >= WARP_SIZE
+    return (
+        feature(features, "n_rows") <= FEW_ROWS and feature(features, "row_length_max") >= WARP_SIZE
+    )
 
 
 FEW_ROWS = 16384  # a warp per row: about two waves of resident warps on an H100 (132 x 64)

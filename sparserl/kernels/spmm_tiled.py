@@ -4,9 +4,9 @@
   `tile_columns` columns of B and C. It walks A's columns in chunks: the chunk's B rows
   (32 KB of the slice) are loaded into shared memory once, coalesced, and every entry of
   the block's rows that falls in the chunk reads its B values from there. B is read from
-  L2 once per block instead of once per entry, which pays when a block's rows share many
-  columns: pruned DNN layers (10-30 % dense) at N = 32 and 128, where the warp-per-row
-  kernels are bound by L2 bandwidth (each entry pulls a whole B row from L2).
+  L2 once per block instead of once per entry. Measured on the H100 it wins on pruned
+  layers of about 1000 rows (synthetic pruned weights at 1e5 nnz, N = 128; DLMC projection
+  layers at N = 32); on the 512 x 4608 DLMC layers the nnz-split kernels stay faster.
 """
 
 from __future__ import annotations
