@@ -118,7 +118,7 @@ def main() -> None:
                 if kept is not None and not missing_families(kept, required, features):
                     done.add((ref, op, n_cols))  # none of the new families applies here
                     continue
-                records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth)
+                records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth, features)
                 write_records(args.out, list(records.values()))
                 done.add((ref, op, n_cols))
         else:
@@ -138,9 +138,11 @@ def missing_families(record: SFTRecord, required, features=None) -> set[str]:
     return wanted - families_tried(record)
 
 
-def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, bandwidth: float):
-    """Tune A for one op and turn the result into an SFT record."""
-    tuned = tuner.tune(A, op, n_cols)
+def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, bandwidth: float,
+            features: dict | None = None):  # fmt: skip
+    """Tune A for one op (with its `matrix_features`, if already computed) and turn the
+    result into an SFT record."""
+    tuned = tuner.tune(A, op, n_cols, features)
     m, n = A.shape
     floor_us = traffic_floor_bytes(m, n, A.nnz, n_cols) / (bandwidth * 1e3)
     extra = {

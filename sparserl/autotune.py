@@ -125,14 +125,17 @@ class Autotuner:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timing = timing or TimingConfig(rounds=3, calls_per_round=10, cold=True)
 
-    def tune(self, A, op: str = "spmv", n_cols: int | None = None) -> TuningResult:
-        """Best variant for A (cached by fingerprint, op, width and GPU)."""
+    def tune(
+        self, A, op: str = "spmv", n_cols: int | None = None, features: dict | None = None
+    ) -> TuningResult:
+        """Best variant for A (cached by fingerprint, op, width and GPU); `features`, when
+        the caller already has A's `matrix_features`, spares computing them again."""
         pattern = fingerprint(A)
         key = f"{pattern}_{op}_{n_cols}_{self.harness.device_name.replace(' ', '_')}"
         cached = self._read_cache(key)
         if cached is not None:
             return cached
-        chosen = candidates(A, op, n_cols)
+        chosen = candidates(A, op, n_cols, features)
         results, report = self.harness.compare(
             [v.source() for v in chosen], A, op, n_cols, self.timing
         )
