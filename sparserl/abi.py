@@ -48,6 +48,11 @@ FORMATS: dict[str, FormatSpec] = {
         (("const int*", "row_idx"), ("const int*", "col_idx"), ("const float*", "values")),
         ("m", "n", "nnz"),
     ),
+    "coo_windowed": FormatSpec(
+        (("const int*", "row_idx"), ("const int*", "col_idx"), ("const float*", "values")),
+        ("m", "n", "n_windows"),
+        {"window": "64"},
+    ),
     "ell": FormatSpec((("const int*", "col_idx"), ("const float*", "values")), ("m", "n", "width")),
     "sell": FormatSpec(
         (

@@ -147,7 +147,11 @@ class Autotuner:
                 continue
             timing = result.timing
             family = variant.kernel_family
-            record = {**variant.to_dict(), "format": family.format, "format_params": family.params}
+            record = {
+                **variant.to_dict(),
+                "format": family.format,
+                "format_params": family.format_params(variant.params),
+            }
             ranked.append(TunedVariant(
                 record, timing.device_warm.median_us, timing.latency_warm.median_us,
                 timing.device_cold.median_us if timing.device_cold else None,

@@ -91,18 +91,17 @@ def row_groups(row_ptr: np.ndarray, block_nnz: int) -> np.ndarray:
     """First row of each group of consecutive rows holding at most `block_nnz` entries.
 
     A row longer than `block_nnz` forms a group of its own. Returns an int32 array of
-    length n_groups + 1 whose last element is m. Greedy, and O(m) numpy after a loop
-    over groups (each step jumps a whole group with a binary search).
+    length n_groups + 1 whose last element is m. Greedy: where a group starting at each
+    row would end is found for all rows at once, then followed from row 0.
     """
     m = len(row_ptr) - 1
+    row_ptr = np.asarray(row_ptr, dtype=np.int64)
+    # Last row end within the budget, and at least one row per group.
+    ends = np.searchsorted(row_ptr, row_ptr[:-1] + block_nnz, side="right") - 1
+    group_end = np.minimum(np.maximum(ends, np.arange(1, m + 1)), m).tolist()
     starts = [0]
-    row = 0
-    while row < m:
-        limit = row_ptr[row] + block_nnz
-        # Last row end that stays within the budget; at least one row per group.
-        end = max(int(np.searchsorted(row_ptr, limit, side="right")) - 1, row + 1)
-        row = min(end, m)
-        starts.append(row)
+    while starts[-1] < m:
+        starts.append(group_end[starts[-1]])
     return np.asarray(starts, dtype=INDEX)
 
 
@@ -123,6 +122,39 @@ def _to_coo(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     rows = np.repeat(np.arange(csr.shape[0], dtype=INDEX), _row_lengths(csr))
     arrays = {"row_idx": rows, "col_idx": csr.indices, "values": csr.data}
     return FormatData("coo", params, arrays, _sizes(csr), csr.shape[1])
+
+
+def _to_coo_windowed(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    window = _positive_int(params, "window")
+    if window % 32:
+        raise ABIError(f"format parameter window={window} must be a multiple of 32 (a warp)")
+    m = csr.shape[0]
+    lengths = _row_lengths(csr)
+    # An empty row keeps one slot (column 0, value 0.0) so that a kernel writes its 0.
+    slots_of_row = np.maximum(lengths, 1)
+    slot_ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(slots_of_row, out=slot_ptr[1:])
+    groups = row_groups(slot_ptr, window).astype(np.int64)
+    # A group is one window, or ceil(length / window) windows for a row longer than one.
+    group_slots = slot_ptr[groups[1:]] - slot_ptr[groups[:-1]]
+    group_window = np.zeros(len(group_slots) + 1, dtype=np.int64)
+    np.cumsum(-(-group_slots // window), out=group_window[1:])
+    group_of_row = np.repeat(np.arange(len(group_slots)), np.diff(groups))
+    first_slot_of_row = (
+        group_window[group_of_row] * window + slot_ptr[:m] - slot_ptr[groups[group_of_row]]
+    )
+    n_windows = int(group_window[-1])
+    row_idx = np.full(n_windows * window, -1, dtype=INDEX)
+    col_idx = np.zeros(n_windows * window, dtype=INDEX)
+    values = np.zeros(n_windows * window, dtype=VALUE)
+    row_idx[first_slot_of_row] = np.arange(m)  # also marks the slot of each empty row
+    entry_slots = np.repeat(first_slot_of_row, lengths) + _slot_positions(csr)
+    row_idx[entry_slots] = np.repeat(np.arange(m, dtype=INDEX), lengths)
+    col_idx[entry_slots] = csr.indices
+    values[entry_slots] = csr.data
+    arrays = {"row_idx": row_idx, "col_idx": col_idx, "values": values}
+    sizes = _sizes(csr, n_windows=n_windows)
+    return FormatData("coo_windowed", params, arrays, sizes, csr.shape[1])
 
 
 def _slot_positions(csr: sp.csr_matrix) -> np.ndarray:
@@ -234,6 +266,7 @@ _CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = 
     "csr": _to_csr,
     "csr_rowblocks": _to_csr_rowblocks,
     "coo": _to_coo,
+    "coo_windowed": _to_coo_windowed,
     "ell": _to_ell,
     "sell": _to_sell,
     "dia": _to_dia,

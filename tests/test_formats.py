@@ -84,10 +84,28 @@ def multiply_bsr(d, x):
     return y[: d.sizes["m"]]
 
 
+def multiply_coo_windowed(d, x):
+    """Checks the window layout too: whole rows per window, long rows from a window start."""
+    window = int(d.params["window"])
+    rows = d.arrays["row_idx"].reshape(-1, window)
+    assert len(rows) == d.sizes["n_windows"]
+    for before, after in zip(rows[:-1], rows[1:], strict=True):
+        if after[0] >= 0 and after[0] == before[-1]:  # a long row goes on: it fills both
+            assert (before == after[0]).all()
+    real = d.arrays["row_idx"] >= 0
+    assert set(d.arrays["row_idx"][real]) == set(range(d.sizes["m"]))  # empty rows too
+    assert not d.arrays["values"][~real].any() and not d.arrays["col_idx"][~real].any()
+    y = np.zeros(d.sizes["m"])
+    np.add.at(y, d.arrays["row_idx"][real], d.arrays["values"][real] * x[d.arrays["col_idx"][real]])
+    return y
+
+
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
     ("coo", "-"): multiply_coo,
+    ("coo_windowed", "window=32"): multiply_coo_windowed,
+    ("coo_windowed", "window=128"): multiply_coo_windowed,
     ("ell", "-"): multiply_ell,
     ("sell", "slice=32 sigma=256"): multiply_sell,
     ("sell", "slice=4 sigma=8"): multiply_sell,
@@ -146,3 +164,5 @@ def test_bad_params_are_rejected():
         convert(A, "bsr", "block=4by4")
     with pytest.raises(ABIError, match="unknown format"):
         convert(A, "hyb")
+    with pytest.raises(ABIError, match="multiple of 32"):
+        convert(A, "coo_windowed", "window=48")

@@ -82,7 +82,7 @@ def test_header_and_signature_follow_the_abi(variant: KernelVariant):
     header = parse_header(source)
     check_entry_signature(source, header.op, header.format)
     assert (header.op, header.format) == (family.op, family.format)
-    assert header.params == parse_format_params(family.format, family.params)
+    assert header.params == parse_format_params(family.format, family.format_params(variant.params))
     # The geometry evaluates for a real matrix converted the way the harness does it.
     data = convert(skewed_matrix(), header.format, header.params)
     sizes = dict(data.sizes, N=variant.params.get("N", 1))
@@ -156,6 +156,7 @@ def test_applicability_prunes_by_structure():
         "csr_nnz_split",
         "sell",
         "coo",
+        "coo_windowed",  # all three are small: launch-bound
     }
     # Padding would blow up ELL and DIA; there are no dense blocks; the few long rows of
     # its 1500 call for several warps each.
@@ -164,6 +165,17 @@ def test_applicability_prunes_by_structure():
     assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"}
     with pytest.raises(KeyError, match="ell_fill"):
         FAMILIES["ell"].applicable({"n_rows": 10})
+
+
+def test_windowed_coo_is_tried_only_on_small_matrices_without_huge_rows():
+    def tried(A):
+        return "coo_windowed" in {v.family for v in variants("spmv", features=matrix_features(A))}
+
+    assert tried(skewed_matrix())  # 13,719 entries, longest row 1,300
+    assert not tried(sp.random(2000, 2000, density=0.03, random_state=0, format="csr"))
+    one_huge_row = sp.lil_matrix((3000, 3000))
+    one_huge_row[0, :] = 1.0
+    assert not tried(one_huge_row.tocsr())
 
 
 def test_shared_b_tiles_are_tried_only_where_rows_share_columns():

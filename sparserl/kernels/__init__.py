@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 import scipy.sparse as sp
 
 from sparserl.abi import OPS, SPMM_WIDTHS
-from sparserl.kernels import bsr, coo, csr, dia, ell_sell, nnz_split, spmm, spmm_tiled
+from sparserl.kernels import (
+    bsr,
+    coo,
+    coo_windowed,
+    csr,
+    dia,
+    ell_sell,
+    nnz_split,
+    spmm,
+    spmm_tiled,
+)
 from sparserl.kernels.family import KernelFamily, MatrixConstants
 
 __all__ = [
@@ -37,7 +47,7 @@ __all__ = [
 
 FAMILIES: dict[str, KernelFamily] = {
     family.name: family
-    for module in (csr, nnz_split, ell_sell, dia, bsr, coo, spmm, spmm_tiled)
+    for module in (csr, nnz_split, ell_sell, dia, bsr, coo, coo_windowed, spmm, spmm_tiled)
     for family in module.FAMILIES
 }
 

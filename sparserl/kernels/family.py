@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from string import Template
 
 import numpy as np
 
@@ -113,7 +114,8 @@ class KernelFamily:
 
     name: unique id, e.g. "csr_vector".
     op, format: as in the ABI header ("spmv"/"spmm"; "csr", "ell", ...).
-    params: the header's format parameter string, e.g. "block=4x4" ("-" for none).
+    params: the header's format parameter string, e.g. "block=4x4" ("-" for none); a
+        `$name` in it is filled from the variant's parameters ("window=$window").
     space: parameter name -> the values the family is tuned over (all int).
     strategy: one sentence on how the work is split, and when it pays.
     bakes: the MatrixConstants fields the renderer can bake in.
@@ -154,6 +156,10 @@ class KernelFamily:
                     f"family '{self.name}': {name}={value!r} is not one of {self.space[name]}"
                 )
         return {name: int(params[name]) for name in sorted(params)}
+
+    def format_params(self, params: Mapping[str, int]) -> str:
+        """The header's format parameter string for one point of the parameter space."""
+        return Template(self.params).substitute(params)
 
     def render(self, params: Mapping[str, int], constants: MatrixConstants | None = None) -> str:
         """The CUDA source for `params`, baking the fields of `constants` this family uses."""
