@@ -82,6 +82,11 @@ def _row_lengths(csr: sp.csr_matrix) -> np.ndarray:
     return np.diff(csr.indptr).astype(np.int64)
 
 
+def _entry_rows(csr: sp.csr_matrix) -> np.ndarray:
+    """The row of each stored entry, in storage order, int64."""
+    return np.repeat(np.arange(csr.shape[0], dtype=np.int64), _row_lengths(csr))
+
+
 def _to_csr(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices, "values": csr.data}
     return FormatData("csr", params, arrays, _sizes(csr), csr.shape[1])
@@ -119,8 +124,7 @@ def _to_csr_rowblocks(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
 
 
 def _to_coo(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    rows = np.repeat(np.arange(csr.shape[0], dtype=INDEX), _row_lengths(csr))
-    arrays = {"row_idx": rows, "col_idx": csr.indices, "values": csr.data}
+    arrays = {"row_idx": _entry_rows(csr).astype(INDEX), "col_idx": csr.indices, "values": csr.data}
     return FormatData("coo", params, arrays, _sizes(csr), csr.shape[1])
 
 
@@ -149,7 +153,7 @@ def _to_coo_windowed(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     values = np.zeros(n_windows * window, dtype=VALUE)
     row_idx[first_slot_of_row] = np.arange(m)  # also marks the slot of each empty row
     entry_slots = np.repeat(first_slot_of_row, lengths) + _slot_positions(csr)
-    row_idx[entry_slots] = np.repeat(np.arange(m, dtype=INDEX), lengths)
+    row_idx[entry_slots] = _entry_rows(csr)
     col_idx[entry_slots] = csr.indices
     values[entry_slots] = csr.data
     arrays = {"row_idx": row_idx, "col_idx": col_idx, "values": values}
@@ -167,8 +171,7 @@ def _to_ell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     m = csr.shape[0]
     lengths = _row_lengths(csr)
     width = int(lengths.max()) if m else 0
-    rows = np.repeat(np.arange(m, dtype=np.int64), lengths)
-    slots = _slot_positions(csr) * m + rows  # column-major: entry k of row r at k*m + r
+    slots = _slot_positions(csr) * m + _entry_rows(csr)  # column-major: entry k of row r at k*m + r
     col_idx = np.zeros(width * m, dtype=INDEX)
     values = np.zeros(width * m, dtype=VALUE)
     col_idx[slots] = csr.indices
@@ -203,8 +206,7 @@ def _to_sell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     # Each entry goes to slice_ptr[s] + k*C + lane, where the row sits at position s*C + lane.
     position_of_row = np.empty(m, dtype=np.int64)
     position_of_row[order] = np.arange(m)
-    entry_row = np.repeat(np.arange(m, dtype=np.int64), lengths)
-    entry_position = position_of_row[entry_row]
+    entry_position = position_of_row[_entry_rows(csr)]
     slots = (
         slice_ptr[entry_position // chunk] + _slot_positions(csr) * chunk + entry_position % chunk
     )
@@ -224,7 +226,7 @@ def _to_sell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
 
 def _to_dia(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     m = csr.shape[0]
-    rows = np.repeat(np.arange(m, dtype=np.int64), _row_lengths(csr))
+    rows = _entry_rows(csr)
     diagonal_of_entry = csr.indices.astype(np.int64) - rows
     offsets, which = np.unique(diagonal_of_entry, return_inverse=True)
     data = np.zeros(len(offsets) * m, dtype=VALUE)
