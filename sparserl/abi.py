@@ -53,6 +53,18 @@ FORMATS: dict[str, FormatSpec] = {
         ("m", "n", "n_windows"),
         {"window": "64"},
     ),
+    "column_tiles": FormatSpec(
+        (
+            ("const int*", "tile_ptr"),
+            ("const int*", "tile_column"),
+            ("const int*", "segment_row"),
+            ("const int*", "segment_ptr"),
+            ("const int*", "col_idx"),
+            ("const float*", "values"),
+        ),
+        ("m", "n", "nnz", "n_tiles"),
+        {"rows": "64", "columns": "128"},
+    ),
     "ell": FormatSpec((("const int*", "col_idx"), ("const float*", "values")), ("m", "n", "width")),
     "sell": FormatSpec(
         (

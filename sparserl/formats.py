@@ -161,6 +161,38 @@ def _to_coo_windowed(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     return FormatData("coo_windowed", params, arrays, sizes, csr.shape[1])
 
 
+def _to_column_tiles(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    tile_rows, tile_columns = _positive_int(params, "rows"), _positive_int(params, "columns")
+    m = csr.shape[0]
+    rows = _entry_rows(csr)
+    column_range = csr.indices.astype(np.int64) // tile_columns
+    # Column range first, then row (rows // tile_rows, the row group, follows rows); the
+    # sort is stable, so each row's columns stay ascending.
+    order = np.lexsort((rows, column_range))
+    rows, column_range = rows[order], column_range[order]
+    segment_starts = _run_starts(column_range * m + rows)
+    first_rows = rows[segment_starts]
+    tile_key = column_range[segment_starts] * (m // tile_rows + 1) + first_rows // tile_rows
+    tile_starts = _run_starts(tile_key)
+    arrays = {
+        "tile_ptr": np.append(tile_starts, len(segment_starts)).astype(INDEX),
+        "tile_column": (column_range[segment_starts[tile_starts]] * tile_columns).astype(INDEX),
+        "segment_row": first_rows.astype(INDEX),
+        "segment_ptr": np.append(segment_starts, csr.nnz).astype(INDEX),
+        "col_idx": csr.indices[order],
+        "values": csr.data[order],
+    }
+    sizes = _sizes(csr, n_tiles=len(tile_starts))
+    return FormatData("column_tiles", params, arrays, sizes, csr.shape[1])
+
+
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal consecutive keys begins (empty for no keys), int64."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+
+
 def _slot_positions(csr: sp.csr_matrix) -> np.ndarray:
     """Position of each stored entry inside its row (0, 1, 2, ... per row), int64."""
     lengths = _row_lengths(csr)
@@ -269,6 +301,7 @@ _CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = 
     "csr_rowblocks": _to_csr_rowblocks,
     "coo": _to_coo,
     "coo_windowed": _to_coo_windowed,
+    "column_tiles": _to_column_tiles,
     "ell": _to_ell,
     "sell": _to_sell,
     "dia": _to_dia,

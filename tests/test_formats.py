@@ -100,12 +100,35 @@ def multiply_coo_windowed(d, x):
     return y
 
 
+def multiply_column_tiles(d, x):
+    """Checks the tile layout too: a tile's segments lie in one row group and one column
+    range, and a segment is one row's entries there."""
+    a, rows, columns = d.arrays, int(d.params["rows"]), int(d.params["columns"])
+    y = np.zeros(d.sizes["m"])
+    assert len(a["tile_ptr"]) == d.sizes["n_tiles"] + 1 and a["segment_ptr"][-1] == d.sizes["nnz"]
+    for t in range(d.sizes["n_tiles"]):
+        segments = range(a["tile_ptr"][t], a["tile_ptr"][t + 1])
+        first_column = a["tile_column"][t]
+        assert first_column % columns == 0 and len(segments) > 0
+        assert len({a["segment_row"][s] // rows for s in segments}) == 1
+        for s in segments:
+            entries = slice(a["segment_ptr"][s], a["segment_ptr"][s + 1])
+            cols = a["col_idx"][entries]
+            assert (
+                len(cols) and (cols >= first_column).all() and (cols < first_column + columns).all()
+            )
+            y[a["segment_row"][s]] += np.dot(a["values"][entries], x[cols])
+    return y
+
+
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
     ("coo", "-"): multiply_coo,
     ("coo_windowed", "window=32"): multiply_coo_windowed,
     ("coo_windowed", "window=128"): multiply_coo_windowed,
+    ("column_tiles", "rows=64 columns=128"): multiply_column_tiles,
+    ("column_tiles", "rows=4 columns=8"): multiply_column_tiles,
     ("ell", "-"): multiply_ell,
     ("sell", "slice=32 sigma=256"): multiply_sell,
     ("sell", "slice=4 sigma=8"): multiply_sell,
