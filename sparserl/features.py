@@ -103,6 +103,13 @@ def _ratio(numerator: float, denominator: float) -> float:
     return float(numerator / denominator) if denominator else 0.0
 
 
+def run_starts(keys: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal consecutive keys begins (empty for no keys), int64."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+
+
 def _full_block_fraction(
     rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], block: int
 ) -> float:
@@ -111,8 +118,7 @@ def _full_block_fraction(
         return 0.0
     n_block_cols = -(-shape[1] // block)
     tiles = np.sort((rows // block) * n_block_cols + cols // block)
-    run_starts = np.flatnonzero(np.concatenate([[True], tiles[1:] != tiles[:-1]]))
-    entries_per_tile = np.diff(np.append(run_starts, tiles.size))
+    entries_per_tile = np.diff(np.append(run_starts(tiles), tiles.size))
     full_tiles = np.count_nonzero(entries_per_tile == block * block)
     return float(full_tiles * block * block / rows.size)
 

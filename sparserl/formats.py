@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparserl.abi import FORMATS, ABIError, bsr_block_shape, parse_format_params
-from sparserl.features import sorted_csr
+from sparserl.features import run_starts, sorted_csr
 
 INDEX = np.int32
 VALUE = np.float32
@@ -170,10 +170,10 @@ def _to_column_tiles(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     # sort is stable, so each row's columns stay ascending.
     order = np.lexsort((rows, column_range))
     rows, column_range = rows[order], column_range[order]
-    segment_starts = _run_starts(column_range * m + rows)
+    segment_starts = run_starts(column_range * m + rows)
     first_rows = rows[segment_starts]
     tile_key = column_range[segment_starts] * (m // tile_rows + 1) + first_rows // tile_rows
-    tile_starts = _run_starts(tile_key)
+    tile_starts = run_starts(tile_key)
     arrays = {
         "tile_ptr": np.append(tile_starts, len(segment_starts)).astype(INDEX),
         "tile_column": (column_range[segment_starts[tile_starts]] * tile_columns).astype(INDEX),
@@ -184,13 +184,6 @@ def _to_column_tiles(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     }
     sizes = _sizes(csr, n_tiles=len(tile_starts))
     return FormatData("column_tiles", params, arrays, sizes, csr.shape[1])
-
-
-def _run_starts(keys: np.ndarray) -> np.ndarray:
-    """Indices where a run of equal consecutive keys begins (empty for no keys), int64."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
 
 
 def _slot_positions(csr: sp.csr_matrix) -> np.ndarray:

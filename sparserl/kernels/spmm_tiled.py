@@ -169,7 +169,8 @@ def render_shared_tile(params: dict[str, int], constants: MatrixConstants) -> st
 
 
 def rows_share_many_columns(features) -> bool:
-    """csr_spmm_shared_tile pays when a chunk's B rows serve several of a block's rows."""
+    """B staged in shared memory (csr_spmm_shared_tile, column_tiles_spmm) pays when the
+    staged B rows serve several of a block's rows."""
     return feature(features, "density") >= MIN_DENSITY and feature(features, "nnz") >= MIN_NNZ
 
 
