@@ -66,6 +66,18 @@ FORMATS: dict[str, FormatSpec] = {
         {"rows": "64", "columns": "128"},
     ),
     "ell": FormatSpec((("const int*", "col_idx"), ("const float*", "values")), ("m", "n", "width")),
+    "hyb": FormatSpec(
+        (
+            ("const int*", "ell_row"),
+            ("const int*", "ell_col_idx"),
+            ("const float*", "ell_values"),
+            ("const int*", "long_row"),
+            ("const int*", "long_col_idx"),
+            ("const float*", "long_values"),
+        ),
+        ("m", "n", "n_ell_rows", "n_long_rows", "long_width"),
+        {"width": "16"},
+    ),
     "sell": FormatSpec(
         (
             ("const int*", "slice_ptr"),

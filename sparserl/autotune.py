@@ -17,8 +17,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from sparserl.features import fingerprint, matrix_features
-from sparserl.formats import convert
+from sparserl.formats import canonical_csr, convert
 from sparserl.harness.results import TimingConfig, Verdict
 from sparserl.kernels import KernelVariant, MatrixConstants, variants
 
@@ -91,28 +93,19 @@ class TuningResult:
         return cls(**{**record, "ranked": ranked})
 
 
-# Families whose parameter is a group of lanes per row: keep group sizes near the rows.
-_LANES_PER_ROW = {"csr_vector": "threads_per_row"}
-
-
 def candidates(
     A, op: str, n_cols: int | None = None, features: dict | None = None
 ) -> list[KernelVariant]:
-    """Variants worth timing on A: applicable families, the matrix's constants baked in,
-    and lane-group sizes pruned to those within 4x of the mean row length (32 is always
-    kept for the longest rows)."""
+    """Variants worth timing on A: the applicable families, with the matrix's constants
+    baked in, at the parameter choices their `fits` keeps for A's row lengths."""
     features = features or matrix_features(A)
     constants = MatrixConstants.from_matrix(A)
-    chosen = []
-    mean_row = max(features["row_length_mean"], 1.0)
-    for variant in variants(op, n_cols, features=features, constants=constants):
-        lanes_key = _LANES_PER_ROW.get(variant.family)
-        if lanes_key:
-            lanes = variant.params[lanes_key]
-            if lanes != 32 and not (mean_row / 4 <= lanes <= 4 * mean_row):
-                continue
-        chosen.append(variant)
-    return chosen
+    row_lengths = np.diff(canonical_csr(A).indptr)
+    return [
+        variant
+        for variant in variants(op, n_cols, features=features, constants=constants)
+        if variant.kernel_family.fits(row_lengths, variant.params)
+    ]
 
 
 class Autotuner:

@@ -205,6 +205,44 @@ def _to_ell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     return FormatData("ell", params, arrays, _sizes(csr, width=width), csr.shape[1])
 
 
+def _to_hyb(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    width = _positive_int(params, "width")
+    lengths = _row_lengths(csr)
+    is_long = lengths > width
+    ell_rows = np.flatnonzero(~is_long)  # ascending, empty rows included
+    long_rows = np.flatnonzero(is_long)
+    # ELL part: slot row s holds row ell_rows[s]; entry k of it sits at k*n_ell_rows + s.
+    slot_of_row = np.zeros(len(lengths), dtype=np.int64)  # its row in its part's slab
+    slot_of_row[ell_rows] = np.arange(len(ell_rows))
+    slot_of_row[long_rows] = np.arange(len(long_rows))
+    entry_rows = _entry_rows(csr)
+    in_ell = ~is_long[entry_rows]
+    positions = _slot_positions(csr)
+    slots = positions[in_ell] * len(ell_rows) + slot_of_row[entry_rows[in_ell]]
+    ell_col_idx = np.zeros(width * len(ell_rows), dtype=INDEX)
+    ell_values = np.zeros(width * len(ell_rows), dtype=VALUE)
+    ell_col_idx[slots] = csr.indices[in_ell]
+    ell_values[slots] = csr.data[in_ell]
+    # Long part: a row-major slab, long row k's entry j at k*long_width + j, every row
+    # padded to the longest (column 0, value 0), so a row's start needs no pointer read.
+    long_width = int(lengths[long_rows].max()) if len(long_rows) else 0
+    long_slots = slot_of_row[entry_rows[~in_ell]] * long_width + positions[~in_ell]
+    long_col_idx = np.zeros(long_width * len(long_rows), dtype=INDEX)
+    long_values = np.zeros(long_width * len(long_rows), dtype=VALUE)
+    long_col_idx[long_slots] = csr.indices[~in_ell]
+    long_values[long_slots] = csr.data[~in_ell]
+    arrays = {
+        "ell_row": ell_rows.astype(INDEX),
+        "ell_col_idx": ell_col_idx,
+        "ell_values": ell_values,
+        "long_row": long_rows.astype(INDEX),
+        "long_col_idx": long_col_idx,
+        "long_values": long_values,
+    }
+    sizes = _sizes(csr, n_ell_rows=len(ell_rows), n_long_rows=len(long_rows), long_width=long_width)
+    return FormatData("hyb", params, arrays, sizes, csr.shape[1])
+
+
 def sell_row_order(lengths: np.ndarray, sigma: int) -> np.ndarray:
     """Rows sorted by length, longest first, inside consecutive windows of `sigma` rows.
 
@@ -296,6 +334,7 @@ _CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = 
     "coo_windowed": _to_coo_windowed,
     "column_tiles": _to_column_tiles,
     "ell": _to_ell,
+    "hyb": _to_hyb,
     "sell": _to_sell,
     "dia": _to_dia,
     "bsr": _to_bsr,

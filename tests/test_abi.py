@@ -39,7 +39,7 @@ def test_defaults_and_params():
     "body, message",
     [
         ("format: csr\ngrid: 1\nblock: 32", "missing the required key"),
-        ("op: spmv\nformat: hyb\ngrid: 1\nblock: 32", "unknown format 'hyb'"),
+        ("op: spmv\nformat: jds\ngrid: 1\nblock: 32", "unknown format 'jds'"),
         ("op: spgemm\nformat: csr\ngrid: 1\nblock: 32", "unknown op"),
         ("op: spmv\nformat: csr\ngrid: ceil_div(rows, 4)\nblock: 32", "unknown name 'rows'"),
         ("op: spmv\nformat: csr\ngrid: __import__('os')\nblock: 32", "may only use"),

@@ -18,6 +18,18 @@ def test_lane_groups_follow_the_mean_row_length():
     assert lane_groups(candidates(make("pruned_weights", 1_000_000), "spmv")) == {32}
 
 
+def hyb_widths(A) -> set[int]:
+    return {v.params["width"] for v in candidates(A, "spmv") if v.family == "ell_hybrid"}
+
+
+def test_hyb_is_timed_only_at_widths_whose_long_rows_pad_little():
+    # 8 rows of 2,500 among rows of about 8: at width 32 only those 8 are long; at 16 and
+    # 8, rows of up to 30 entries join them and would be padded to 2,500.
+    assert hyb_widths(make("row_skewed", 100_000)) == {32}
+    # Long rows of 33 to 1,065 entries at every width: the padded slab would be mostly padding.
+    assert hyb_widths(make("power_law", 100_000)) == set()
+
+
 def test_candidates_bake_the_matrix_and_serve_one_width():
     A = make("stencil_2d", 100_000)
     chosen = candidates(A, "spmm", 32)

@@ -121,6 +121,26 @@ def multiply_column_tiles(d, x):
     return y
 
 
+def multiply_hyb(d, x):
+    """Checks the split too: every row is in exactly one part, the ELL slab holds the rows
+    of at most `width` entries (in ascending order) and the long slab the others, each
+    padded to the longest."""
+    a, width = d.arrays, int(d.params["width"])
+    n_ell, n_long, m = d.sizes["n_ell_rows"], d.sizes["n_long_rows"], d.sizes["m"]
+    assert sorted(np.concatenate([a["ell_row"], a["long_row"]])) == list(range(m))
+    assert (np.diff(a["ell_row"]) > 0).all() and len(a["ell_values"]) == width * n_ell
+    long_width = d.sizes["long_width"]
+    assert (long_width > width) if n_long else long_width == 0
+    y = np.zeros(m)
+    ell_columns = a["ell_col_idx"].reshape(width, n_ell)  # column-major: slot k, row s
+    y[a["ell_row"]] = (a["ell_values"].reshape(width, n_ell) * x[ell_columns]).sum(axis=0)
+    long_columns = a["long_col_idx"].reshape(n_long, long_width)  # row-major: row k, slot j
+    long_values = a["long_values"].reshape(n_long, long_width)
+    assert ((long_values != 0).sum(axis=1) > width).all()
+    y[a["long_row"]] = (long_values * x[long_columns]).sum(axis=1)
+    return y
+
+
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
@@ -130,6 +150,8 @@ MULTIPLY = {
     ("column_tiles", "rows=64 columns=128"): multiply_column_tiles,
     ("column_tiles", "rows=4 columns=8"): multiply_column_tiles,
     ("ell", "-"): multiply_ell,
+    ("hyb", "width=16"): multiply_hyb,
+    ("hyb", "width=1"): multiply_hyb,
     ("sell", "slice=32 sigma=256"): multiply_sell,
     ("sell", "slice=4 sigma=8"): multiply_sell,
     ("dia", "-"): multiply_dia,
@@ -186,6 +208,6 @@ def test_bad_params_are_rejected():
     with pytest.raises(ABIError, match="4x4"):
         convert(A, "bsr", "block=4by4")
     with pytest.raises(ABIError, match="unknown format"):
-        convert(A, "hyb")
+        convert(A, "jds")
     with pytest.raises(ABIError, match="multiple of 32"):
         convert(A, "coo_windowed", "window=48")

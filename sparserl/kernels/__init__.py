@@ -27,6 +27,7 @@ from sparserl.kernels import (
     csr,
     dia,
     ell_sell,
+    hyb,
     nnz_split,
     spmm,
     spmm_tiled,
@@ -47,7 +48,7 @@ __all__ = [
 
 FAMILIES: dict[str, KernelFamily] = {
     family.name: family
-    for module in (csr, nnz_split, ell_sell, dia, bsr, coo, coo_windowed, spmm, spmm_tiled)
+    for module in (csr, nnz_split, ell_sell, hyb, dia, bsr, coo, coo_windowed, spmm, spmm_tiled)
     for family in module.FAMILIES
 }
 

@@ -19,6 +19,8 @@ from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
     WARP_SIZE,
+    batched_row_sum,
+    block_sum_function,
     csr_row_extent,
     entry_signature,
     fill,
@@ -115,26 +117,12 @@ def render_csr_rowblocks(params: dict[str, int], constants: MatrixConstants) -> 
         constexpr int kWarpsPerBlock = kBlockSize / kWarpSize;
         constexpr int kBlockNnz = $block_nnz;  // the format's block_nnz: entries per row group
 
-        // Sum of `value` over the whole block; the total is valid in thread 0.
-        // Every thread of the block must call it.
-        __device__ __forceinline__ float block_sum(float value, float* warp_totals)
-        {
-            $fold
-            const int lane = threadIdx.x % kWarpSize;
-            const int warp = threadIdx.x / kWarpSize;
-            if (lane == 0) warp_totals[warp] = value;
-            __syncthreads();
-            value = lane < kWarpsPerBlock ? warp_totals[lane] : 0.0f;
-            if (warp == 0) {
-                $fold
-            }
-            return value;
-        }
+        $block_sum
         """,
         warp=WARP_CONSTANTS,
         block_size=block_size,
         block_nnz=ROWBLOCKS_BLOCK_NNZ,
-        fold=shuffle_fold(["value"], "kWarpSize / 2", "1"),
+        block_sum=block_sum_function(),
     )
     body = """\
 __shared__ float products[kBlockNnz];
@@ -285,28 +273,7 @@ def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> 
         float sum = 0.0f;
         if (row < num_rows) {
             $extent
-            for (int base = row_start + thread_in_row; base < row_end;
-                 base += kThreadsPerRow * kLoadsInFlight) {
-                // A batch of (column, value) pairs first, then their x entries, then the
-                // sums: no load waits for another. Entries past the row end are clamped to
-                // its last entry (a valid address) and left out of the sum by a select.
-                int columns[kLoadsInFlight];
-                float entry_values[kLoadsInFlight];
-                float x_values[kLoadsInFlight];
-                #pragma unroll
-                for (int b = 0; b < kLoadsInFlight; ++b) {
-                    const int k = min(base + b * kThreadsPerRow, row_end - 1);
-                    columns[b] = col_idx[k];
-                    entry_values[b] = values[k];
-                }
-                #pragma unroll
-                for (int b = 0; b < kLoadsInFlight; ++b) x_values[b] = __ldg(&x[columns[b]]);
-                #pragma unroll
-                for (int b = 0; b < kLoadsInFlight; ++b) {
-                    const bool in_row = base + b * kThreadsPerRow < row_end;
-                    sum += in_row ? entry_values[b] * x_values[b] : 0.0f;
-                }
-            }
+            $batched_sum
         }
         // Every lane folds (lanes past the last row hold 0), then the row's warps add up.
         $fold
@@ -323,6 +290,7 @@ def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> 
         """,
         sizes=size_bindings(("num_rows", "m", constants.m)),
         extent=csr_row_extent("row", constants.fixed_row_length),
+        batched_sum=batched_row_sum(),
         fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
     )
     return kernel(
@@ -348,6 +316,14 @@ def rows_are_long(features) -> bool:
     return (
         feature(features, "n_rows") <= FEW_ROWS and feature(features, "row_length_max") >= WARP_SIZE
     )
+
+
+def lane_group_fits(row_lengths, params) -> bool:
+    """A group of lanes per row is worth timing within 4x of the mean row length; 32 is
+    always kept, for the longest rows."""
+    lanes = params["threads_per_row"]
+    mean_row = max(float(row_lengths.mean()) if len(row_lengths) else 0.0, 1.0)
+    return lanes == WARP_SIZE or mean_row / 4 <= lanes <= 4 * mean_row
 
 
 FEW_ROWS = 16384  # a warp per row: about two waves of resident warps on an H100 (132 x 64)
@@ -376,6 +352,7 @@ CSR_VECTOR = KernelFamily(
     "entries as the group has lanes, or more.",
     renderer=render_csr_vector,
     bakes=("m", "fixed_row_length"),
+    fits=lane_group_fits,
 )
 
 CSR_ROWBLOCKS = KernelFamily(

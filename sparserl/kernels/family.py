@@ -91,10 +91,16 @@ _FIELDS = tuple(f.name for f in fields(MatrixConstants))
 
 Renderer = Callable[[dict[str, int], MatrixConstants], str]
 Predicate = Callable[[Mapping[str, float]], bool]
+PointFilter = Callable[[np.ndarray, Mapping[str, int]], bool]
 
 
 def always(features: Mapping[str, float]) -> bool:
     """Applicability of families that work on any matrix."""
+    return True
+
+
+def every_point(row_lengths: np.ndarray, params: Mapping[str, int]) -> bool:
+    """Every parameter choice of the family is worth timing, whatever the row lengths."""
     return True
 
 
@@ -119,6 +125,9 @@ class KernelFamily:
     space: parameter name -> the values the family is tuned over (all int).
     strategy: one sentence on how the work is split, and when it pays.
     bakes: the MatrixConstants fields the renderer can bake in.
+    predicate: whether the family is worth trying on a matrix, from its features.
+    fits: whether one parameter choice is worth timing on a matrix, from its row lengths
+        (the entries stored in each row, int array of m).
     """
 
     name: str
@@ -130,6 +139,7 @@ class KernelFamily:
     renderer: Renderer
     bakes: tuple[str, ...] = ()
     predicate: Predicate = always
+    fits: PointFilter = every_point
 
     def applicable(self, features: Mapping[str, float]) -> bool:
         """Whether the family is worth trying on a matrix with these features (permissive)."""

@@ -152,3 +152,70 @@ def shuffle_fold(variables: list[str], highest_offset: str, lowest_offset: str) 
         lowest=lowest_offset,
         adds=adds,
     )
+
+
+def block_sum_function() -> str:
+    """`block_sum(value, warp_totals)`: the sum of `value` over the whole block.
+
+    Needs kWarpSize, kFullWarpMask and kWarpsPerBlock; `warp_totals` is shared memory of
+    kWarpsPerBlock floats. The total is valid in thread 0, and every thread of the block
+    must call it.
+    """
+    return fill(
+        """
+        // Sum of `value` over the whole block; the total is valid in thread 0.
+        // Every thread of the block must call it.
+        __device__ __forceinline__ float block_sum(float value, float* warp_totals)
+        {
+            $fold
+            const int lane = threadIdx.x % kWarpSize;
+            const int warp = threadIdx.x / kWarpSize;
+            if (lane == 0) warp_totals[warp] = value;
+            __syncthreads();
+            value = lane < kWarpsPerBlock ? warp_totals[lane] : 0.0f;
+            if (warp == 0) {
+                $fold
+            }
+            return value;
+        }
+        """,
+        fold=shuffle_fold(["value"], "kWarpSize / 2", "1"),
+    )
+
+
+def batched_row_sum(col_idx: str = "col_idx", values: str = "values") -> str:
+    """Add this thread's share of one CSR row's products into `sum`.
+
+    kThreadsPerRow threads share the row `row_start .. row_end - 1`; thread
+    `thread_in_row` takes every kThreadsPerRow-th entry and loads kLoadsInFlight
+    (column, value) pairs before it reads their x entries, so that many loads are in
+    flight at once. `col_idx` and `values` name the row's arrays.
+    """
+    return fill(
+        """
+        for (int base = row_start + thread_in_row; base < row_end;
+             base += kThreadsPerRow * kLoadsInFlight) {
+            // A batch of (column, value) pairs first, then their x entries, then the
+            // sums: no load waits for another. Entries past the row end are clamped to
+            // its last entry (a valid address) and left out of the sum by a select.
+            int columns[kLoadsInFlight];
+            float entry_values[kLoadsInFlight];
+            float x_values[kLoadsInFlight];
+            #pragma unroll
+            for (int b = 0; b < kLoadsInFlight; ++b) {
+                const int k = min(base + b * kThreadsPerRow, row_end - 1);
+                columns[b] = $col_idx[k];
+                entry_values[b] = $values[k];
+            }
+            #pragma unroll
+            for (int b = 0; b < kLoadsInFlight; ++b) x_values[b] = __ldg(&x[columns[b]]);
+            #pragma unroll
+            for (int b = 0; b < kLoadsInFlight; ++b) {
+                const bool in_row = base + b * kThreadsPerRow < row_end;
+                sum += in_row ? entry_values[b] * x_values[b] : 0.0f;
+            }
+        }
+        """,
+        col_idx=col_idx,
+        values=values,
+    )
