@@ -98,9 +98,10 @@ def candidates(
 ) -> list[KernelVariant]:
     """Variants worth timing on A: the applicable families, with the matrix's constants
     baked in, at the parameter choices their `fits` keeps for A's row lengths."""
-    features = features or matrix_features(A)
-    constants = MatrixConstants.from_matrix(A)
-    row_lengths = np.diff(canonical_csr(A).indptr)
+    csr = canonical_csr(A)  # sorted and summed once, for all three below
+    features = features or matrix_features(csr)
+    constants = MatrixConstants.from_matrix(csr)
+    row_lengths = np.diff(csr.indptr)
     return [
         variant
         for variant in variants(op, n_cols, features=features, constants=constants)

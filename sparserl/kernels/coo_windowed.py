@@ -180,7 +180,7 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         header=header(
             op="spmv",
             format="coo_windowed",
-            params=f"window={window}",
+            params=COO_WINDOWED.format_params(params),
             grid=f"ceil_div(n_windows, {warps_per_block})",
             block=32 * warps_per_block,
         ),
