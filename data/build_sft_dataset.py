@@ -8,6 +8,7 @@ its time budget still covers every set):
 - synthetic families at 1e5, 1e6 and 1e7 nnz (2e7 for three families), SpMV and SpMM.
 
     python data/build_sft_dataset.py --out data/sft/sft_h100.jsonl [--budget-s 540]
+        [--retune-without FAMILY,...] [--nnz-range LOW HIGH]
 
 Resumable: records already in --out are skipped, and the file is rewritten (atomically)
 after every record. After a kernel family is added, `--retune-without FAMILY,...`
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import time
 from pathlib import Path
 
@@ -84,7 +86,11 @@ def main() -> None:
     )
     parser.add_argument("--retune-without", default="",
                         help="comma-separated kernel families: re-measure records that lack them")  # fmt: skip
+    parser.add_argument("--nnz-range", nargs=2, type=float, default=(0, math.inf), metavar=("LOW", "HIGH"),
+                        help="only matrices with LOW <= stored entries < HIGH (a partial pass; "
+                        "a later run without it measures the rest)")  # fmt: skip
     args = parser.parse_args()
+    low, high = args.nnz_range
     shared = shared_data_folder()
     records = {}  # (matrix, op, n_cols) -> SFTRecord, in file order
     for record in read_records(args.out) if args.out.exists() else []:
@@ -95,6 +101,10 @@ def main() -> None:
         parser.error(f"--retune-without: {error}")
     done = {key for key, record in records.items() if not missing_families(record, required)}
     jobs = interleave(suitesparse_jobs(shared), dlmc_jobs(shared), synthetic_jobs())
+    known_nnz = {ref: record.nnz for (ref, _, _), record in records.items()}
+    jobs = [
+        (ref, ops) for ref, ops in jobs if low <= known_nnz.get(ref, ref.nnz_hint or low) < high
+    ]
     jobs = [(ref, [op for op in ops if (ref, *op) not in done]) for ref, ops in jobs]
     jobs = [(ref, ops) for ref, ops in jobs if ops]
     print(
@@ -110,6 +120,8 @@ def main() -> None:
                 print(f"time budget reached; {len(done)} up-to-date records in {args.out}")
                 break
             A = ref.load(shared)
+            if not low <= A.nnz < high:
+                continue
             features = matrix_features(A) if required else None
             for op, n_cols in ops:
                 if args.budget_s and time.monotonic() - start > args.budget_s:
@@ -118,8 +130,13 @@ def main() -> None:
                 if kept is not None and not missing_families(kept, required, features):
                     done.add((ref, op, n_cols))  # none of the new families applies here
                     continue
-                records[(ref, op, n_cols)] = measure(tuner, ref, A, op, n_cols, bandwidth, features)
+                started = time.monotonic()
+                record = measure(tuner, ref, A, op, n_cols, bandwidth, features)
+                records[(ref, op, n_cols)] = record
                 write_records(args.out, list(records.values()))
+                best = record.ranked[0]
+                tqdm.write(f"{ref.label} {op}{n_cols or ''}: {best['variant']['variant_id']} "
+                           f"{best['speedup']:.2f}x ({time.monotonic() - started:.0f} s)")  # fmt: skip
                 done.add((ref, op, n_cols))
         else:
             print(f"every job done; {len(done)} up-to-date records in {args.out}")
