@@ -65,6 +65,17 @@ FORMATS: dict[str, FormatSpec] = {
         ("m", "n", "nnz", "n_tiles"),
         {"rows": "64", "columns": "128"},
     ),
+    "coo_panels": FormatSpec(
+        (
+            ("const int*", "chunk_ptr"),
+            ("const int*", "chunk_row"),
+            ("const int*", "chunk_column"),
+            ("const int*", "local_idx"),
+            ("const float*", "values"),
+        ),
+        ("m", "n", "nnz", "n_chunks"),
+        {"rows": "4096", "columns": "16384", "column_sorted": "0", "chunk": "4096"},
+    ),
     "ell": FormatSpec((("const int*", "col_idx"), ("const float*", "values")), ("m", "n", "width")),
     "hyb": FormatSpec(
         (

@@ -186,10 +186,61 @@ def _to_column_tiles(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     return FormatData("column_tiles", params, arrays, sizes, csr.shape[1])
 
 
+MAX_PANEL_TILE_ROWS = 1 << 15  # a local row fits the upper 15 bits of local_idx (kept >= 0)
+MAX_PANEL_COLUMNS = 1 << 16  # a local column fits its lower 16 bits
+
+
+def _to_coo_panels(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    tile_rows, panel_columns = _positive_int(params, "rows"), _positive_int(params, "columns")
+    chunk = _positive_int(params, "chunk")
+    column_sorted = _flag(params, "column_sorted")
+    if tile_rows > MAX_PANEL_TILE_ROWS or panel_columns > MAX_PANEL_COLUMNS:
+        raise ABIError(
+            f"coo_panels needs rows <= {MAX_PANEL_TILE_ROWS} and columns <= "
+            f"{MAX_PANEL_COLUMNS} (local indices are packed in 15 + 16 bits), got "
+            f"rows={tile_rows} columns={panel_columns}"
+        )
+    m = csr.shape[0]
+    rows = _entry_rows(csr)
+    cols = csr.indices.astype(np.int64)
+    n_row_groups = m // tile_rows + 1
+    tile = (cols // panel_columns) * n_row_groups + rows // tile_rows  # panel, then row group
+    inner = (cols * tile_rows + rows % tile_rows) if column_sorted else (rows * csr.shape[1] + cols)
+    order = np.lexsort((inner, tile))
+    rows, cols, tile = rows[order], cols[order], tile[order]
+    tile_starts = run_starts(tile)
+    tile_ends = np.append(tile_starts[1:], csr.nnz)
+    # Each tile's entries cut into chunks of at most `chunk`: a chunk starts at every
+    # tile start and every `chunk` entries after it.
+    chunks_per_tile = -(-(tile_ends - tile_starts) // chunk)
+    chunk_starts = np.repeat(tile_starts, chunks_per_tile) + chunk * _ranks_within(chunks_per_tile)
+    chunk_tile = tile[chunk_starts]
+    chunk_row = (chunk_tile % n_row_groups) * tile_rows
+    chunk_column = (chunk_tile // n_row_groups) * panel_columns
+    entry_tile_row = (tile % n_row_groups) * tile_rows
+    entry_panel_column = (tile // n_row_groups) * panel_columns
+    arrays = {
+        "chunk_ptr": np.append(chunk_starts, csr.nnz).astype(INDEX),
+        "chunk_row": chunk_row.astype(INDEX),
+        "chunk_column": chunk_column.astype(INDEX),
+        "local_idx": (((rows - entry_tile_row) << 16) | (cols - entry_panel_column)).astype(INDEX),
+        "values": csr.data[order],
+    }
+    sizes = _sizes(csr, n_chunks=len(chunk_starts))
+    return FormatData("coo_panels", params, arrays, sizes, csr.shape[1])
+
+
+def _ranks_within(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ..., c-1 for each c in `counts`, concatenated (int64)."""
+    counts = counts.astype(np.int64)
+    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(counts) - counts, counts
+    )
+
+
 def _slot_positions(csr: sp.csr_matrix) -> np.ndarray:
     """Position of each stored entry inside its row (0, 1, 2, ... per row), int64."""
-    lengths = _row_lengths(csr)
-    return np.arange(csr.nnz, dtype=np.int64) - np.repeat(csr.indptr[:-1].astype(np.int64), lengths)
+    return _ranks_within(_row_lengths(csr))
 
 
 def _to_ell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
@@ -320,6 +371,13 @@ def _pad_indptr(indptr: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([indptr, np.full(extra, indptr[-1], dtype=indptr.dtype)])
 
 
+def _flag(params: dict[str, str], key: str) -> bool:
+    value = params[key]
+    if value not in ("0", "1"):
+        raise ABIError(f"format parameter {key}='{value}' must be 0 or 1")
+    return value == "1"
+
+
 def _positive_int(params: dict[str, str], key: str) -> int:
     value = params[key]
     if not value.isdigit() or int(value) < 1:
@@ -333,6 +391,7 @@ _CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = 
     "coo": _to_coo,
     "coo_windowed": _to_coo_windowed,
     "column_tiles": _to_column_tiles,
+    "coo_panels": _to_coo_panels,
     "ell": _to_ell,
     "hyb": _to_hyb,
     "sell": _to_sell,

@@ -141,6 +141,32 @@ def multiply_hyb(d, x):
     return y
 
 
+def multiply_coo_panels(d, x):
+    """Checks the tiling too: a chunk holds at most `chunk` entries of one tile (its local
+    indices inside `rows` x `columns`), tiles come panel by panel, then row group by row
+    group, and a tile's entries are sorted by row (or by column when column_sorted=1)."""
+    a, rows, columns = d.arrays, int(d.params["rows"]), int(d.params["columns"])
+    counts = np.diff(a["chunk_ptr"])
+    assert len(counts) == d.sizes["n_chunks"] and a["chunk_ptr"][-1] == d.sizes["nnz"]
+    assert (counts > 0).all() and (counts <= int(d.params["chunk"])).all()
+    assert (a["chunk_row"] % rows == 0).all() and (a["chunk_column"] % columns == 0).all()
+    tiles = list(zip(a["chunk_column"].tolist(), a["chunk_row"].tolist(), strict=True))
+    assert tiles == sorted(tiles)
+    local_rows, local_cols = a["local_idx"] >> 16, a["local_idx"] & 0xFFFF
+    assert (local_rows < rows).all() and (local_cols < columns).all()
+    inner = (
+        (local_cols, local_rows) if d.params["column_sorted"] == "1" else (local_rows, local_cols)
+    )
+    for start, end in zip(a["chunk_ptr"][:-1], a["chunk_ptr"][1:], strict=True):
+        keys = list(zip(inner[0][start:end].tolist(), inner[1][start:end].tolist(), strict=True))
+        assert keys == sorted(keys)
+    y = np.zeros(d.sizes["m"])
+    entry_rows = np.repeat(a["chunk_row"], counts) + local_rows
+    entry_cols = np.repeat(a["chunk_column"], counts) + local_cols
+    np.add.at(y, entry_rows, a["values"] * x[entry_cols])
+    return y
+
+
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
@@ -149,6 +175,9 @@ MULTIPLY = {
     ("coo_windowed", "window=128"): multiply_coo_windowed,
     ("column_tiles", "rows=64 columns=128"): multiply_column_tiles,
     ("column_tiles", "rows=4 columns=8"): multiply_column_tiles,
+    ("coo_panels", "rows=8 columns=16 column_sorted=0 chunk=5"): multiply_coo_panels,
+    ("coo_panels", "rows=4 columns=32 column_sorted=1 chunk=3"): multiply_coo_panels,
+    ("coo_panels", "-"): multiply_coo_panels,
     ("ell", "-"): multiply_ell,
     ("hyb", "width=16"): multiply_hyb,
     ("hyb", "width=1"): multiply_hyb,
@@ -211,3 +240,7 @@ def test_bad_params_are_rejected():
         convert(A, "jds")
     with pytest.raises(ABIError, match="multiple of 32"):
         convert(A, "coo_windowed", "window=48")
+    with pytest.raises(ABIError, match="rows <= 32768"):
+        convert(A, "coo_panels", "rows=65536")
+    with pytest.raises(ABIError, match="must be 0 or 1"):
+        convert(A, "coo_panels", "column_sorted=yes")

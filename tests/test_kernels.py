@@ -178,6 +178,25 @@ def test_windowed_coo_is_tried_only_on_small_matrices_without_huge_rows():
     assert not tried(one_huge_row.tocsr())
 
 
+def scattered_matrix(seed: int = 2) -> sp.csr_matrix:
+    """70,001 x 70,003 with about 4 random columns per row and 5 rows of 20,000 entries:
+    many (panel, row group) tiles, long rows cut into chunks, and m not a multiple of 4."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(70_001, 70_003, density=4 / 70_003, random_state=rng, format="lil")
+    for row in rng.choice(70_001, size=5, replace=False):
+        A[row, rng.choice(70_003, size=20_000, replace=False)] = 1.0
+    return sp.csr_matrix(A)
+
+
+def test_panels_are_tried_only_on_large_matrices_with_scattered_columns():
+    def tried(A):
+        return "coo_panels" in {v.family for v in variants("spmv", features=matrix_features(A))}
+
+    assert tried(scattered_matrix())
+    assert not tried(banded_matrix(m=100_000))  # x reads stay near the diagonal
+    assert not tried(skewed_matrix())  # 13,719 entries: launch-bound
+
+
 def test_shared_b_tiles_are_tried_only_where_rows_share_columns():
     layer = sp.random(512, 4608, density=0.1, random_state=0, format="csr")  # a pruned layer
     tiled = {v.family for v in variants("spmm", 128, features=matrix_features(layer))}
@@ -254,6 +273,27 @@ def test_every_variant_is_correct_on_the_gpu():
                     if r.verdict is not Verdict.CORRECT
                 ]
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.gpu
+def test_panel_variants_are_correct_across_many_tiles_and_chunks():
+    """Every coo_panels variant on a matrix with many (panel, row group) tiles, long rows
+    cut into chunks and m not a multiple of 4."""
+    from sparserl.harness import Harness, Verdict
+
+    panels = [v for v in ALL_VARIANTS if v.family == "coo_panels"]
+    with Harness(seed=0) as harness:
+        results = harness.evaluate_many(
+            [v.source() for v in panels], scattered_matrix(), "spmv", None, time=False
+        )
+    failures = [
+        f"{v.variant_id}: {r.verdict.value} {r.detail}"
+        for v, r in zip(panels, results, strict=True)
+        if r.verdict is not Verdict.CORRECT
+    ]
+    assert len(panels) == len(list(FAMILIES["coo_panels"].parameter_grid())) and not failures, (
+        "\n".join(failures)
+    )
 
 
 @pytest.mark.gpu

@@ -23,6 +23,7 @@ from sparserl.abi import OPS, SPMM_WIDTHS
 from sparserl.kernels import (
     bsr,
     coo,
+    coo_panels,
     coo_windowed,
     csr,
     dia,
@@ -48,7 +49,19 @@ __all__ = [
 
 FAMILIES: dict[str, KernelFamily] = {
     family.name: family
-    for module in (csr, nnz_split, ell_sell, hyb, dia, bsr, coo, coo_windowed, spmm, spmm_tiled)
+    for module in (
+        csr,
+        nnz_split,
+        ell_sell,
+        hyb,
+        dia,
+        bsr,
+        coo,
+        coo_windowed,
+        coo_panels,
+        spmm,
+        spmm_tiled,
+    )
     for family in module.FAMILIES
 }
 

@@ -1,0 +1,190 @@
+"""COO-panels SpMV family: a block per chunk of a (column panel x row group) tile.
+
+When the columns of a large matrix are scattered, every entry's x read is a 32-byte
+sector fetched from L2 into the SM: x is too big for an SM's L1 to keep, and one
+SM's rows touch all of it. The `coo_panels` format cuts the columns into panels of
+`columns` and the rows into groups of `rows`; the entries of one (panel, row group)
+tile are stored together, in chunks of at most `chunk`. A block takes one chunk, so
+its x reads stay inside one panel (16-128 KB of x, which L1 keeps) and many of its
+entries share each sector. It adds its products into a shared-memory partial sum per
+row of the tile, then adds those into y with one vector atomic per four rows (the
+output is zeroed first).
+
+Two orders of the entries inside a tile, two ways of summing:
+- column_sorted=0 (row, then column): a warp's entries come in runs of equal rows, which
+  a segmented shuffle scan sums, so a long row costs one shared atomic per warp pass.
+- column_sorted=1 (column, then row): neighbouring lanes read neighbouring x entries, and
+  each product is added with its own shared atomic (rows rarely repeat within a warp).
+"""
+
+from __future__ import annotations
+
+from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
+from sparserl.kernels.render import WARP_CONSTANTS, entry_signature, fill, header, kernel
+
+MIN_NNZ = 100_000  # smaller matrices are launch-bound: the zeroing and flush do not pay
+MIN_COLUMN_SPREAD = 32768  # bandwidth (columns) past which x no longer fits an SM's L1 share
+LOADS_IN_FLIGHT = 4  # entries a thread loads before it reads their x values
+
+
+def render_coo_panels(params: dict[str, int], constants: MatrixConstants) -> str:
+    block_size, tile_rows = params["block_size"], params["rows"]
+    column_sorted = params["column_sorted"]
+    preamble = fill(
+        """
+        $warp
+        constexpr int kBlockSize = $block_size;
+        constexpr int kTileRows = $tile_rows;  // the format's rows: one partial sum per row
+        constexpr int kLoadsInFlight = $batch;
+        constexpr int kLocalColumnBits = 16;  // local_idx = local row << 16 | local column
+        constexpr int kLocalColumnMask = (1 << kLocalColumnBits) - 1;
+        """,
+        warp=WARP_CONSTANTS if column_sorted == 0 else "",  # the scan works on warps
+        block_size=block_size,
+        tile_rows=tile_rows,
+        batch=LOADS_IN_FLIGHT,
+    )
+    body = fill(
+        """
+        __shared__ __align__(16) float row_sums[kTileRows];
+        const int chunk = blockIdx.x;
+        if (chunk >= n_chunks) return;  // only when the matrix has no entries
+        const int chunk_start = chunk_ptr[chunk];
+        const int chunk_end = chunk_ptr[chunk + 1];
+        const int first_row = chunk_row[chunk];
+        const float* x_panel = x + chunk_column[chunk];  // every column of the chunk is in it
+        const int tile_rows = min(kTileRows, m - first_row);
+        for (int i = threadIdx.x; i < kTileRows; i += kBlockSize) row_sums[i] = 0.0f;
+        __syncthreads();
+
+        $accumulate
+
+        // Flush: four rows per vector atomic (y + first_row is 16-byte aligned, as
+        // kTileRows is a multiple of 4); rows without entries in this chunk add nothing.
+        __syncthreads();
+        for (int i = 4 * threadIdx.x; i < tile_rows; i += 4 * kBlockSize) {
+            const float4 sums = *reinterpret_cast<const float4*>(&row_sums[i]);
+            if (sums.x == 0.0f && sums.y == 0.0f && sums.z == 0.0f && sums.w == 0.0f) continue;
+            float* out = y + first_row + i;
+            if (i + 4 <= tile_rows) {
+                atomicAdd(reinterpret_cast<float4*>(out), sums);
+            } else {  // the matrix's last rows: no vector past y's end
+                atomicAdd(&out[0], sums.x);
+                if (i + 1 < tile_rows) atomicAdd(&out[1], sums.y);
+                if (i + 2 < tile_rows) atomicAdd(&out[2], sums.z);
+            }
+        }
+        """,
+        accumulate=segmented_accumulate() if column_sorted == 0 else atomic_accumulate(),
+    )
+    return kernel(
+        header=header(
+            op="spmv",
+            format="coo_panels",
+            params=COO_PANELS.format_params(params),
+            grid="max(n_chunks, 1)",
+            block=block_size,
+            init="zero",
+        ),
+        strategy=COO_PANELS.strategy,
+        preamble=preamble,
+        signature=entry_signature("spmv", "coo_panels", block_size),
+        body=body,
+    )
+
+
+def segmented_accumulate() -> str:
+    """Row-sorted chunk: each warp takes kLoadsInFlight x 32 consecutive entries per pass
+    and sums runs of equal rows with a segmented scan before the shared atomics."""
+    return """\
+// Each warp takes 32 * kLoadsInFlight consecutive entries per pass: the loads first, then
+// the x reads, then per batch a scan that sums each run of equal rows across lanes.
+const int lane = threadIdx.x % kWarpSize;
+const int warp = threadIdx.x / kWarpSize;
+for (int base = chunk_start + warp * kWarpSize * kLoadsInFlight; base < chunk_end;
+     base += kBlockSize * kLoadsInFlight) {
+    int local[kLoadsInFlight];
+    float products[kLoadsInFlight];
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        const int k = min(base + b * kWarpSize + lane, chunk_end - 1);  // past the end: dropped
+        local[b] = local_idx[k];
+        products[b] = values[k];
+    }
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        products[b] *= __ldg(&x_panel[local[b] & kLocalColumnMask]);
+    }
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        const bool inside = base + b * kWarpSize + lane < chunk_end;
+        const int row = inside ? local[b] >> kLocalColumnBits : -1;
+        float run = products[b];
+        #pragma unroll
+        for (int offset = 1; offset < kWarpSize; offset *= 2) {  // sum of the run up to this lane
+            const float other = __shfl_up_sync(kFullWarpMask, run, offset);
+            const int other_row = __shfl_up_sync(kFullWarpMask, row, offset);
+            if (lane >= offset && other_row == row) run += other;
+        }
+        const int next_row = __shfl_down_sync(kFullWarpMask, row, 1);
+        if (inside && (lane == kWarpSize - 1 || next_row != row)) atomicAdd(&row_sums[row], run);
+    }
+}"""
+
+
+def atomic_accumulate() -> str:
+    """Column-sorted chunk: each product goes into its row's sum with a shared atomic."""
+    return """\
+// Each thread takes entries kBlockSize apart, kLoadsInFlight of them per pass.
+for (int base = chunk_start + threadIdx.x; base < chunk_end;
+     base += kBlockSize * kLoadsInFlight) {
+    int local[kLoadsInFlight];
+    float products[kLoadsInFlight];
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        const int k = min(base + b * kBlockSize, chunk_end - 1);  // past the end: dropped
+        local[b] = local_idx[k];
+        products[b] = values[k];
+    }
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        products[b] *= __ldg(&x_panel[local[b] & kLocalColumnMask]);
+    }
+    #pragma unroll
+    for (int b = 0; b < kLoadsInFlight; ++b) {
+        if (base + b * kBlockSize < chunk_end) {
+            atomicAdd(&row_sums[local[b] >> kLocalColumnBits], products[b]);
+        }
+    }
+}"""
+
+
+def columns_are_scattered(features) -> bool:
+    """Large enough not to be launch-bound, and with entries far enough from the diagonal
+    that a row's x reads spread past what an SM's L1 keeps."""
+    return (
+        feature(features, "nnz") >= MIN_NNZ and feature(features, "bandwidth") >= MIN_COLUMN_SPREAD
+    )
+
+
+COO_PANELS = KernelFamily(
+    name="coo_panels",
+    op="spmv",
+    format="coo_panels",
+    params="rows=$rows columns=$columns column_sorted=$column_sorted",
+    space={
+        "rows": (4096, 8192),
+        "columns": (4096, 32768),
+        "column_sorted": (0, 1),
+        "block_size": (512, 1024),
+    },
+    strategy="COO panels: the matrix cut into tiles of `rows` rows x `columns` columns, a "
+    "block per chunk of a tile, so its x reads stay in one panel that L1 keeps. Products "
+    "are summed per row in shared memory (runs of a row-sorted chunk by a shuffle scan "
+    "first) and added to the zeroed y with one vector atomic per four rows. Pays on large "
+    "matrices with scattered columns, where x sectors fetched from L2 are the time.",
+    renderer=render_coo_panels,
+    predicate=columns_are_scattered,
+)
+
+FAMILIES = (COO_PANELS,)
