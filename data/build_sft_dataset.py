@@ -91,6 +91,8 @@ def main() -> None:
                         "a later run without it measures the rest)")  # fmt: skip
     args = parser.parse_args()
     low, high = args.nnz_range
+    if not low < high:
+        parser.error(f"--nnz-range: LOW ({low:g}) must be below HIGH ({high:g})")
     shared = shared_data_folder()
     records = {}  # (matrix, op, n_cols) -> SFTRecord, in file order
     for record in read_records(args.out) if args.out.exists() else []:

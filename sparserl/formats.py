@@ -214,16 +214,13 @@ def _to_coo_panels(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     # tile start and every `chunk` entries after it.
     chunks_per_tile = -(-(tile_ends - tile_starts) // chunk)
     chunk_starts = np.repeat(tile_starts, chunks_per_tile) + chunk * _ranks_within(chunks_per_tile)
-    chunk_tile = tile[chunk_starts]
-    chunk_row = (chunk_tile % n_row_groups) * tile_rows
-    chunk_column = (chunk_tile // n_row_groups) * panel_columns
-    entry_tile_row = (tile % n_row_groups) * tile_rows
-    entry_panel_column = (tile // n_row_groups) * panel_columns
+    tile_row = (tile % n_row_groups) * tile_rows  # first row and column of each entry's tile
+    tile_column = (tile // n_row_groups) * panel_columns
     arrays = {
         "chunk_ptr": np.append(chunk_starts, csr.nnz).astype(INDEX),
-        "chunk_row": chunk_row.astype(INDEX),
-        "chunk_column": chunk_column.astype(INDEX),
-        "local_idx": (((rows - entry_tile_row) << 16) | (cols - entry_panel_column)).astype(INDEX),
+        "chunk_row": tile_row[chunk_starts].astype(INDEX),
+        "chunk_column": tile_column[chunk_starts].astype(INDEX),
+        "local_idx": (((rows - tile_row) << 16) | (cols - tile_column)).astype(INDEX),
         "values": csr.data[order],
     }
     sizes = _sizes(csr, n_chunks=len(chunk_starts))
