@@ -26,6 +26,7 @@ from sparserl.kernels import (
     example_matrix,
     variants,
 )
+from sparserl.kernels.csr_shared_x import MAX_STAGED_COLUMNS
 
 ALL_VARIANTS = all_variants()
 COMPILE_THREADS = 2  # the CI machine has two cores
@@ -157,6 +158,7 @@ def test_applicability_prunes_by_structure():
         "sell",
         "coo",
         "coo_windowed",  # all three are small: launch-bound
+        "csr_shared_x",  # and narrow: x fits a block's shared memory
     }
     # Padding would blow up ELL and DIA; there are no dense blocks; the few long rows of
     # its 1500 call for several warps each, or for HYB's block per long row.
@@ -195,6 +197,28 @@ def test_panels_are_tried_only_on_large_matrices_with_scattered_columns():
     assert tried(scattered_matrix())
     assert not tried(banded_matrix(m=100_000))  # x reads stay near the diagonal
     assert not tried(skewed_matrix())  # 13,719 entries: launch-bound
+
+
+def widest_staged_x_matrix(seed: int = 3) -> sp.csr_matrix:
+    """300 x MAX_STAGED_COLUMNS (x fills the shared-memory budget; n not a multiple of 8)
+    with row lengths from 0 to 2,000: every lane group and batch sees rows past its width."""
+    rng = np.random.default_rng(seed)
+    m, n = 300, MAX_STAGED_COLUMNS
+    lengths = rng.integers(0, 2000, size=m)
+    lengths[::11] = 0
+    rows = np.repeat(np.arange(m), lengths)
+    cols = np.concatenate([rng.choice(n, size=k, replace=False) for k in lengths])
+    return sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
+
+
+def test_shared_x_is_tried_only_where_x_fits_shared_memory():
+    def tried(A):
+        return "csr_shared_x" in {v.family for v in variants("spmv", features=matrix_features(A))}
+
+    assert tried(sp.random(512, 4608, density=0.1, random_state=0, format="csr"))  # a layer
+    assert tried(widest_staged_x_matrix())
+    assert not tried(sp.random(300, MAX_STAGED_COLUMNS + 1, density=0.01, format="csr"))
+    assert not tried(sp.csr_matrix((300, 1000)))  # no entries
 
 
 def test_shared_b_tiles_are_tried_only_where_rows_share_columns():
@@ -276,23 +300,31 @@ def test_every_variant_is_correct_on_the_gpu():
 
 
 @pytest.mark.gpu
-def test_panel_variants_are_correct_across_many_tiles_and_chunks():
-    """Every coo_panels variant on a matrix with many (panel, row group) tiles, long rows
-    cut into chunks and m not a multiple of 4."""
+@pytest.mark.parametrize(
+    ("family", "make_matrix"),
+    [
+        # many (panel, row group) tiles, long rows cut into chunks, m not a multiple of 4
+        ("coo_panels", scattered_matrix),
+        # x as wide as the shared-memory budget allows, empty and long rows
+        ("csr_shared_x", widest_staged_x_matrix),
+    ],
+)
+def test_family_is_correct_on_the_structure_it_is_for(family, make_matrix):
+    """Every plain variant of `family` on a matrix at the edge of what it was built for."""
     from sparserl.harness import Harness, Verdict
 
-    panels = [v for v in ALL_VARIANTS if v.family == "coo_panels"]
+    chosen = [v for v in ALL_VARIANTS if v.family == family and v.constants is None]
     with Harness(seed=0) as harness:
         results = harness.evaluate_many(
-            [v.source() for v in panels], scattered_matrix(), "spmv", None, time=False
+            [v.source() for v in chosen], make_matrix(), "spmv", None, time=False
         )
     failures = [
         f"{v.variant_id}: {r.verdict.value} {r.detail}"
-        for v, r in zip(panels, results, strict=True)
+        for v, r in zip(chosen, results, strict=True)
         if r.verdict is not Verdict.CORRECT
     ]
-    assert len(panels) == len(list(FAMILIES["coo_panels"].parameter_grid())) and not failures, (
-        "\n".join(failures)
+    assert len(chosen) == len(list(FAMILIES[family].parameter_grid())) and not failures, "\n".join(
+        failures
     )
 
 

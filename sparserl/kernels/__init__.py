@@ -26,6 +26,7 @@ from sparserl.kernels import (
     coo_panels,
     coo_windowed,
     csr,
+    csr_shared_x,
     dia,
     ell_sell,
     hyb,
@@ -51,6 +52,7 @@ FAMILIES: dict[str, KernelFamily] = {
     family.name: family
     for module in (
         csr,
+        csr_shared_x,
         nnz_split,
         ell_sell,
         hyb,
