@@ -19,6 +19,7 @@ from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
     WARP_SIZE,
+    WARPS_ROW_TOTAL,
     batched_row_sum,
     block_sum_function,
     csr_row_extent,
@@ -277,21 +278,13 @@ def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> 
         }
         // Every lane folds (lanes past the last row hold 0), then the row's warps add up.
         $fold
-        if (threadIdx.x % kWarpSize == 0) {
-            warp_totals[row_in_block][thread_in_row / kWarpSize] = sum;
-        }
-        __syncthreads();
-        if (thread_in_row == 0 && row < num_rows) {
-            float total = 0.0f;
-            #pragma unroll
-            for (int w = 0; w < kWarpsPerRow; ++w) total += warp_totals[row_in_block][w];
-            y[row] = total;
-        }
+        $row_total
         """,
         sizes=size_bindings(("num_rows", "m", constants.m)),
         extent=csr_row_extent("row", constants.fixed_row_length),
         batched_sum=batched_row_sum(),
         fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
+        row_total=WARPS_ROW_TOTAL,
     )
     return kernel(
         header=header(

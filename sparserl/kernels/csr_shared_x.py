@@ -20,6 +20,7 @@ from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
     WARP_SIZE,
+    WARPS_ROW_TOTAL,
     csr_row_extent,
     entry_signature,
     fill,
@@ -160,19 +161,11 @@ def _multiwarp_total(warps_per_row: int) -> str:
         __shared__ float warp_totals[kRowsPerBlock][kWarpsPerRow];
         $fold
         const int row_in_block = threadIdx.x / kThreadsPerRow;
-        if (threadIdx.x % kWarpSize == 0) {
-            warp_totals[row_in_block][thread_in_row / kWarpSize] = sum;
-        }
-        __syncthreads();
-        if (thread_in_row == 0 && row < num_rows) {
-            float total = 0.0f;
-            #pragma unroll
-            for (int w = 0; w < kWarpsPerRow; ++w) total += warp_totals[row_in_block][w];
-            y[row] = total;
-        }
+        $row_total
         """,
         warps=warps_per_row,
         fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
+        row_total=WARPS_ROW_TOTAL,
     )
 
 

@@ -219,3 +219,19 @@ def batched_row_sum(col_idx: str = "col_idx", values: str = "values") -> str:
         col_idx=col_idx,
         values=values,
     )
+
+
+# The row's warps add up (csr_multiwarp, csr_shared_x): each warp's first lane leaves its
+# folded sum in warp_totals[row_in_block][warp of the row], then the row's first thread
+# stores the total into y.
+WARPS_ROW_TOTAL = """\
+if (threadIdx.x % kWarpSize == 0) {
+    warp_totals[row_in_block][thread_in_row / kWarpSize] = sum;
+}
+__syncthreads();
+if (thread_in_row == 0 && row < num_rows) {
+    float total = 0.0f;
+    #pragma unroll
+    for (int w = 0; w < kWarpsPerRow; ++w) total += warp_totals[row_in_block][w];
+    y[row] = total;
+}"""
