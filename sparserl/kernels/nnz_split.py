@@ -20,6 +20,7 @@ from sparserl.abi import SPMM_WIDTHS
 from sparserl.kernels.family import KernelFamily, MatrixConstants
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
+    WARP_LOWER_BOUND,
     WARP_SIZE,
     entry_signature,
     fill,
@@ -30,33 +31,15 @@ from sparserl.kernels.render import (
 )
 from sparserl.kernels.spmm import BATCHED_PRODUCTS, baked_width, float4_products
 
-FIND_ROW = """\
-// The row holding entry `entry`: the last r in [0, num_rows) with row_ptr[r] <= entry.
-// The warp searches together: each step probes 32 evenly spaced rows, one per lane, and
-// keeps the part between the last probe at or before `entry` and the next probe.
-__device__ __forceinline__ int warp_find_row(const int* __restrict__ row_ptr, int num_rows,
-                                             int entry, int lane)
-{
-    int low = 0;  // row_ptr[low] <= entry always holds
-    int high = num_rows;
-    while (high - low > 1) {
-        const int step = (high - low + kWarpSize - 1) / kWarpSize;
-        const int probe = low + lane * step;
-        const bool at_or_before = probe < high && row_ptr[probe] <= entry;
-        const unsigned found = __ballot_sync(kFullWarpMask, at_or_before);
-        low += (kWarpSize - 1 - __clz(found)) * step;  // lane 0's probe is always found
-        high = min(low + step, high);
-    }
-    return low;
-}"""
-
 WARP_SHARE_START = """\
 const int lane = threadIdx.x % kWarpSize;
 const int warp = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
 const int first_entry = warp * kEntriesPerWarp;
 if (first_entry >= num_nonzeros) return;  // the whole warp leaves together
 const int end_entry = min(first_entry + kEntriesPerWarp, num_nonzeros);
-int row = warp_find_row(row_ptr, num_rows, first_entry, lane);"""
+// The row holding first_entry: the last r with row_ptr[r] <= first_entry (row_ptr[0] = 0
+// and row_ptr[num_rows] = nnz bound the search to [1, num_rows)).
+int row = warp_lower_bound(row_ptr, 1, num_rows, first_entry + 1, lane) - 1;"""
 
 
 def share_preamble(params: dict[str, int]) -> str:
@@ -85,7 +68,7 @@ def share_kernel(family: KernelFamily, params: dict[str, int], preamble: str, bo
             init="zero",
         ),
         strategy=family.strategy,
-        preamble=preamble + "\n\n" + FIND_ROW,
+        preamble=preamble + "\n\n" + WARP_LOWER_BOUND,
         signature=entry_signature(family.op, "csr", warps * WARP_SIZE),
         body=body,
     )

@@ -235,3 +235,27 @@ if (thread_in_row == 0 && row < num_rows) {
     for (int w = 0; w < kWarpsPerRow; ++w) total += warp_totals[row_in_block][w];
     y[row] = total;
 }"""
+
+
+# A warp-wide binary search (csr_spmm_lockstep: a row's first entry in a column slice;
+# the nnz-split families: the row holding a warp's first entry).
+WARP_LOWER_BOUND = """\
+// The first index i in [start, end) with array[i] >= value, or `end` if there is none
+// (array ascends on [start, end)). The warp searches together: each step probes 32 evenly
+// spaced indices, one per lane, and keeps the part after the last probe below `value`.
+__device__ __forceinline__ int warp_lower_bound(const int* __restrict__ array, int start,
+                                                int end, int value, int lane)
+{
+    int low = start, high = end;  // the answer lies in [low, high]
+    while (low < high) {
+        const int step = (high - low + kWarpSize - 1) / kWarpSize;
+        const int probe = low + lane * step;
+        const bool below = probe < high && array[probe] < value;
+        const unsigned found = __ballot_sync(kFullWarpMask, below);
+        if (found == 0) break;  // array[low] >= value already
+        const int last_below = low + (kWarpSize - 1 - __clz(found)) * step;
+        low = last_below + 1;
+        high = min(last_below + step, high);  // the next probe is not below `value`
+    }
+    return low;
+}"""

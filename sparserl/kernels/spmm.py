@@ -22,6 +22,7 @@ from sparserl.abi import SPMM_WIDTHS
 from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
+    WARP_LOWER_BOUND,
     WARP_SIZE,
     csr_row_extent,
     entry_signature,
@@ -260,27 +261,6 @@ def render_warp_staged(params: dict[str, int], constants: MatrixConstants) -> st
 LOCKSTEP_CHUNK_BYTES = 32 * 1024  # B bytes one chunk of A's columns spans, per block
 
 
-LOWER_BOUND = """\
-// The first entry of [start, end) whose column is >= `column` (columns ascend within a
-// CSR row). The warp searches together: 32 probes per step, one per lane.
-__device__ __forceinline__ int warp_lower_bound(const int* __restrict__ col_idx, int start,
-                                                int end, int column, int lane)
-{
-    int low = start, high = end;  // the answer lies in [low, high]
-    while (low < high) {
-        const int step = (high - low + kWarpSize - 1) / kWarpSize;
-        const int probe = low + lane * step;
-        const bool before = probe < high && col_idx[probe] < column;
-        const unsigned found = __ballot_sync(kFullWarpMask, before);
-        if (found == 0) break;  // col_idx[low] >= column already
-        const int last_before = low + (kWarpSize - 1 - __clz(found)) * step;
-        low = last_before + 1;
-        high = min(last_before + step, high);  // the next probe is not before `column`
-    }
-    return low;
-}"""
-
-
 def render_lockstep(params: dict[str, int], constants: MatrixConstants) -> str:
     n_cols, rows, splits = params["N"], params["warps_per_block"], params["column_splits"]
     preamble = fill(
@@ -297,7 +277,7 @@ def render_lockstep(params: dict[str, int], constants: MatrixConstants) -> str:
         splits=splits,
         chunk=LOCKSTEP_CHUNK_BYTES // (n_cols * 4),
         chunk_kb=LOCKSTEP_CHUNK_BYTES // 1024,
-        lower_bound=LOWER_BOUND,
+        lower_bound=WARP_LOWER_BOUND,
     )
     store = (
         "reinterpret_cast<float4*>(C)[(size_t)row * kColumnLanes + column_lane] = sum;"
