@@ -36,9 +36,19 @@ class FormatSpec:
 
 
 _CSR_ARRAYS = (("const int*", "row_ptr"), ("const int*", "col_idx"), ("const float*", "values"))
+MAX_U16_COLUMNS = 1 << 16  # a column index of csr_u16 fits 16 unsigned bits
 
 FORMATS: dict[str, FormatSpec] = {
     "csr": FormatSpec(_CSR_ARRAYS, ("m", "n", "nnz")),
+    # CSR with 16-bit column indices (n <= MAX_U16_COLUMNS): 6 bytes per entry, not 8.
+    "csr_u16": FormatSpec(
+        (
+            ("const int*", "row_ptr"),
+            ("const unsigned short*", "col_idx"),
+            ("const float*", "values"),
+        ),
+        ("m", "n", "nnz"),
+    ),
     "csr_rowblocks": FormatSpec(
         _CSR_ARRAYS + (("const int*", "row_blocks"),),
         ("m", "n", "nnz", "n_row_blocks"),
@@ -130,6 +140,18 @@ def entry_parameter_types(op: str, format: str) -> list[str]:
     if op == "spmm":
         types.append("int")
     return types
+
+
+def array_type(format: str, name: str) -> str:
+    """Element type of the format's array `name`: array_type("csr_u16", "col_idx") is
+    "unsigned short"."""
+    types = {
+        array: ctype.removeprefix("const ").removesuffix("*")
+        for ctype, array in _format_spec(format).arrays
+    }
+    if name not in types:
+        raise ABIError(f"format '{format}' has no array '{name}' (arrays: {', '.join(types)})")
+    return types[name]
 
 
 def entry_parameter_names(op: str, format: str) -> list[str]:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from sparserl.abi import FORMATS, ABIError, bsr_block_shape, parse_format_params
+from sparserl.abi import FORMATS, MAX_U16_COLUMNS, ABIError, bsr_block_shape, parse_format_params
 from sparserl.features import run_starts, sorted_csr
 
 INDEX = np.int32
+SHORT_INDEX = np.uint16  # csr_u16's column indices
 VALUE = np.float32
 
 
@@ -90,6 +91,17 @@ def _entry_rows(csr: sp.csr_matrix) -> np.ndarray:
 def _to_csr(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices, "values": csr.data}
     return FormatData("csr", params, arrays, _sizes(csr), csr.shape[1])
+
+
+def _to_csr_u16(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
+    n = csr.shape[1]
+    if n > MAX_U16_COLUMNS:
+        raise ABIError(
+            f"format 'csr_u16' stores column indices in 16 bits: at most {MAX_U16_COLUMNS} "
+            f"columns, the matrix has {n}"
+        )
+    arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices.astype(SHORT_INDEX), "values": csr.data}
+    return FormatData("csr_u16", params, arrays, _sizes(csr), n)
 
 
 def row_groups(row_ptr: np.ndarray, block_nnz: int) -> np.ndarray:
@@ -384,6 +396,7 @@ def _positive_int(params: dict[str, str], key: str) -> int:
 
 _CONVERTERS: dict[str, Callable[[sp.csr_matrix, dict[str, str]], FormatData]] = {
     "csr": _to_csr,
+    "csr_u16": _to_csr_u16,
     "csr_rowblocks": _to_csr_rowblocks,
     "coo": _to_coo,
     "coo_windowed": _to_coo_windowed,

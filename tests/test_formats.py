@@ -169,6 +169,7 @@ def multiply_coo_panels(d, x):
 
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
+    ("csr_u16", "-"): multiply_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
     ("coo", "-"): multiply_coo,
     ("coo_windowed", "window=32"): multiply_coo_windowed,
@@ -205,8 +206,9 @@ def test_layout_multiplies_like_scipy(matrix, format_and_params):
     y = MULTIPLY[format_and_params](data, x)
     np.testing.assert_allclose(y, A @ x, rtol=1e-5, atol=1e-5)
     assert list(data.arrays) == [name for _, name in FORMATS[data.format].arrays]
-    for array in data.arrays.values():
-        assert array.dtype in (np.int32, np.float32)
+    for ctype, name in FORMATS[data.format].arrays:
+        expected = {"int": np.int32, "unsigned short": np.uint16, "float": np.float32}
+        assert data.arrays[name].dtype == expected[ctype.removeprefix("const ").removesuffix("*")]
 
 
 def test_shared_matrix_formats(shared_data):
@@ -244,3 +246,12 @@ def test_bad_params_are_rejected():
         convert(A, "coo_panels", "rows=65536")
     with pytest.raises(ABIError, match="must be 0 or 1"):
         convert(A, "coo_panels", "column_sorted=yes")
+
+
+def test_16_bit_columns_hold_up_to_65536_columns():
+    widest = sp.csr_matrix(([2.0, 3.0], ([0, 1], [0, 65_535])), shape=(2, 65_536))
+    data = convert(widest, "csr_u16")
+    assert data.arrays["col_idx"].tolist() == [0, 65_535]
+    too_wide = sp.csr_matrix(([2.0], ([0], [65_536])), shape=(1, 65_537))
+    with pytest.raises(ABIError, match="at most 65536 columns, the matrix has 65537"):
+        convert(too_wide, "csr_u16")

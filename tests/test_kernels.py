@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparserl.abi import SPMM_WIDTHS, check_entry_signature, parse_format_params, parse_header
+from sparserl.abi import (
+    MAX_U16_COLUMNS,
+    SPMM_WIDTHS,
+    check_entry_signature,
+    parse_format_params,
+    parse_header,
+)
 from sparserl.features import matrix_features
 from sparserl.formats import convert
 from sparserl.harness import compile_check
@@ -159,10 +165,11 @@ def test_applicability_prunes_by_structure():
         "coo",
         "coo_windowed",  # all three are small: launch-bound
         "csr_shared_x",  # and narrow: x fits a block's shared memory
+        "csr_shared_x_u16",  # and n <= 65536: column indices fit 16 bits
     }
     # Padding would blow up ELL and DIA; there are no dense blocks; the few long rows of
     # its 1500 call for several warps each, or for HYB's block per long row.
-    assert scattered == general | {"csr_multiwarp", "ell_hybrid"}
+    assert scattered == general | {"csr_multiwarp", "csr_multiwarp_u16", "ell_hybrid"}
     assert banded >= general | {"ell", "dia"} and not {"csr_multiwarp", "ell_hybrid"} & banded
     assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"} and "ell_hybrid" not in blocks
     with pytest.raises(KeyError, match="ell_fill"):
@@ -178,6 +185,16 @@ def test_windowed_coo_is_tried_only_on_small_matrices_without_huge_rows():
     one_huge_row = sp.lil_matrix((3000, 3000))
     one_huge_row[0, :] = 1.0
     assert not tried(one_huge_row.tocsr())
+
+
+def test_16_bit_column_families_are_tried_only_where_columns_fit_16_bits():
+    def tried(A):
+        return {v.family for v in variants("spmv", features=matrix_features(A))}
+
+    narrow = sp.random(100, 65_536, density=0.01, random_state=0, format="csr")
+    wide = sp.random(100, 65_537, density=0.01, random_state=0, format="csr")
+    assert "csr_multiwarp_u16" in tried(narrow) and "csr_multiwarp" in tried(narrow)
+    assert "csr_multiwarp_u16" not in tried(wide) and "csr_multiwarp" in tried(wide)
 
 
 def scattered_matrix(seed: int = 2) -> sp.csr_matrix:
@@ -208,6 +225,22 @@ def widest_staged_x_matrix(seed: int = 3) -> sp.csr_matrix:
     lengths[::11] = 0
     rows = np.repeat(np.arange(m), lengths)
     cols = np.concatenate([rng.choice(n, size=k, replace=False) for k in lengths])
+    return sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
+
+
+def widest_u16_matrix(seed: int = 4) -> sp.csr_matrix:
+    """200 x 65,536 (the most columns 16-bit indices hold), rows of 0 to 3,000 entries, the
+    last column in every fifth row: a 16-bit index read as signed would go negative."""
+    rng = np.random.default_rng(seed)
+    m, n = 200, MAX_U16_COLUMNS
+    lengths = rng.integers(0, 3000, size=m)
+    lengths[::13] = 0
+    columns = [rng.choice(n - 1, size=k, replace=False) for k in lengths]
+    columns = [
+        np.append(c[:-1], n - 1) if r % 5 == 0 and len(c) else c for r, c in enumerate(columns)
+    ]
+    rows = np.repeat(np.arange(m), [len(c) for c in columns])
+    cols = np.concatenate(columns)
     return sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(m, n))
 
 
@@ -307,6 +340,9 @@ def test_every_variant_is_correct_on_the_gpu():
         ("coo_panels", scattered_matrix),
         # x as wide as the shared-memory budget allows, empty and long rows
         ("csr_shared_x", widest_staged_x_matrix),
+        ("csr_shared_x_u16", widest_staged_x_matrix),
+        # every column index a 16-bit index can hold, long and empty rows
+        ("csr_multiwarp_u16", widest_u16_matrix),
     ],
 )
 def test_family_is_correct_on_the_structure_it_is_for(family, make_matrix):

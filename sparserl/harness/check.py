@@ -16,7 +16,6 @@ SAFETY_FACTOR = 4.0
 # A guard slot after (and before) every device buffer; output guards must keep it.
 GUARD_ELEMENTS = 256
 GUARD_FLOAT = np.float32(-1.2345678e30)
-GUARD_INT = np.int32(2**31 - 1)
 
 
 def random_dense_input(rng: np.random.Generator, n: int, n_cols: int | None) -> np.ndarray:

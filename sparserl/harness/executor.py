@@ -20,7 +20,6 @@ from sparserl.formats import FormatData, convert
 from sparserl.harness.check import (
     GUARD_ELEMENTS,
     GUARD_FLOAT,
-    GUARD_INT,
     compare,
     guards_intact,
     random_dense_input,
@@ -55,7 +54,9 @@ def _guarded(host: np.ndarray, guard) -> tuple[cupy.ndarray, cupy.ndarray]:
 
 def _guard_for(array: np.ndarray):
     # A read past an index array yields a huge index (a fault); past a float array, NaN.
-    return GUARD_INT if array.dtype == np.int32 else np.float32(np.nan)
+    if array.dtype.kind in "iu":
+        return np.iinfo(array.dtype).max
+    return np.float32(np.nan)
 
 
 @dataclass

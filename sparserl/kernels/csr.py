@@ -11,10 +11,15 @@
 - csr_multiwarp: 1..8 warps per row, and each lane loads a batch of entries before it
   reads their x values, so several loads are in flight at once. For few, long rows
   (pruned DNN layers), where one warp per row leaves the GPU waiting on memory latency.
+  csr_multiwarp_u16 is the same over csr_u16 (16-bit column indices, n <= 65536).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
+from sparserl.abi import MAX_U16_COLUMNS
 from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
@@ -247,7 +252,9 @@ def render_csr_merge(params: dict[str, int], constants: MatrixConstants) -> str:
     )
 
 
-def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> str:
+def render_csr_multiwarp(
+    params: dict[str, int], constants: MatrixConstants, format: str = "csr"
+) -> str:
     block_size, warps_per_row = params["block_size"], params["warps_per_row"]
     rows_per_block = block_size // (warps_per_row * WARP_SIZE)
     preamble = fill(
@@ -289,14 +296,44 @@ def render_csr_multiwarp(params: dict[str, int], constants: MatrixConstants) -> 
     return kernel(
         header=header(
             op="spmv",
-            format="csr",
+            format=format,
             grid=f"ceil_div(m, {rows_per_block})",
             block=block_size,
         ),
-        strategy=CSR_MULTIWARP.strategy,
+        strategy=strategy_for(CSR_MULTIWARP, format),
         preamble=preamble,
-        signature=entry_signature("spmv", "csr", block_size),
+        signature=entry_signature("spmv", format, block_size),
         body=body,
+    )
+
+
+SHORT_COLUMNS_NOTE = (
+    "Column indices are stored in 16 bits (format csr_u16, n <= 65536): 6 bytes per entry "
+    "instead of 8."
+)
+
+
+def strategy_for(family: KernelFamily, format: str) -> str:
+    """The family's strategy sentence, with the note on 16-bit columns for csr_u16."""
+    return family.strategy if format == "csr" else f"{family.strategy} {SHORT_COLUMNS_NOTE}"
+
+
+def columns_fit_u16(features) -> bool:
+    """csr_u16 holds matrices of at most 65536 columns."""
+    return feature(features, "n_cols") <= MAX_U16_COLUMNS
+
+
+def with_short_columns(family: KernelFamily, renderer) -> KernelFamily:
+    """`family` again over csr_u16: the same parameters and code, with 16-bit column indices
+    (a quarter fewer matrix bytes), for matrices of at most 65536 columns. `renderer` is
+    the family's renderer; it takes the format as a keyword."""
+    return replace(
+        family,
+        name=f"{family.name}_u16",
+        format="csr_u16",
+        strategy=strategy_for(family, "csr_u16"),
+        renderer=partial(renderer, format="csr_u16"),
+        predicate=lambda features: family.predicate(features) and columns_fit_u16(features),
     )
 
 
@@ -388,4 +425,6 @@ CSR_MULTIWARP = KernelFamily(
     predicate=rows_are_long,
 )
 
-FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE, CSR_MULTIWARP)
+CSR_MULTIWARP_U16 = with_short_columns(CSR_MULTIWARP, render_csr_multiwarp)
+
+FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE, CSR_MULTIWARP, CSR_MULTIWARP_U16)

@@ -10,12 +10,13 @@ there. The copy's loads are issued right after the first batch of (column, value
 so both are in flight together and x costs no extra dependent memory trip. Rows are shared by threads_per_row threads
 as in csr_vector (a group within a warp) or csr_multiwarp (several warps, added up
 through shared memory). Pays for pruned DNN layers (n of 1024 to 4608) and small
-SuiteSparse matrices.
+SuiteSparse matrices. csr_shared_x_u16 is the same over csr_u16 (16-bit column indices).
 """
 
 from __future__ import annotations
 
-from sparserl.kernels.csr import lane_group_fits
+from sparserl.abi import array_type
+from sparserl.kernels.csr import lane_group_fits, strategy_for, with_short_columns
 from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
@@ -35,7 +36,9 @@ RESERVED_SHARED_BYTES = 256  # static shared memory of the kernel (the row warps
 MAX_STAGED_COLUMNS = (SHARED_MEMORY_BUDGET - RESERVED_SHARED_BYTES) // 4  # floats of x
 
 
-def render_csr_shared_x(params: dict[str, int], constants: MatrixConstants) -> str:
+def render_csr_shared_x(
+    params: dict[str, int], constants: MatrixConstants, format: str = "csr"
+) -> str:
     block_size, lanes = params["block_size"], params["threads_per_row"]
     warps_per_row = max(lanes // WARP_SIZE, 1)
     preamble = fill(
@@ -52,7 +55,7 @@ def render_csr_shared_x(params: dict[str, int], constants: MatrixConstants) -> s
         // kThreadsPerRow-th. Slots at or past `end` are clamped to a valid entry and must be
         // left out of the sum (the matrix has at least one entry).
         __device__ __forceinline__ void load_batch(
-            const int* __restrict__ col_idx, const float* __restrict__ values, int base,
+            const $index* __restrict__ col_idx, const float* __restrict__ values, int base,
             int end, int* columns, float* entry_values)
         {
             #pragma unroll
@@ -67,6 +70,7 @@ def render_csr_shared_x(params: dict[str, int], constants: MatrixConstants) -> s
         block_size=block_size,
         lanes=lanes,
         batch=params["loads_in_flight"],
+        index=array_type(format, "col_idx"),
     )
     body = fill(
         """
@@ -128,14 +132,14 @@ def render_csr_shared_x(params: dict[str, int], constants: MatrixConstants) -> s
     return kernel(
         header=header(
             op="spmv",
-            format="csr",
+            format=format,
             grid=f"ceil_div(m, {block_size // lanes})",
             block=block_size,
             shared="4 * n",
         ),
-        strategy=CSR_SHARED_X.strategy,
+        strategy=strategy_for(CSR_SHARED_X, format),
         preamble=preamble,
-        signature=entry_signature("spmv", "csr", block_size),
+        signature=entry_signature("spmv", format, block_size),
         body=body,
     )
 
@@ -196,4 +200,6 @@ CSR_SHARED_X = KernelFamily(
     fits=lane_group_fits,
 )
 
-FAMILIES = (CSR_SHARED_X,)
+CSR_SHARED_X_U16 = with_short_columns(CSR_SHARED_X, render_csr_shared_x)
+
+FAMILIES = (CSR_SHARED_X, CSR_SHARED_X_U16)
