@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparserl.abi import FORMATS, ABIError
+from sparserl.abi import FORMATS, ABIError, array_type
 from sparserl.formats import convert, row_groups
 
 
@@ -206,9 +206,9 @@ def test_layout_multiplies_like_scipy(matrix, format_and_params):
     y = MULTIPLY[format_and_params](data, x)
     np.testing.assert_allclose(y, A @ x, rtol=1e-5, atol=1e-5)
     assert list(data.arrays) == [name for _, name in FORMATS[data.format].arrays]
-    for ctype, name in FORMATS[data.format].arrays:
-        expected = {"int": np.int32, "unsigned short": np.uint16, "float": np.float32}
-        assert data.arrays[name].dtype == expected[ctype.removeprefix("const ").removesuffix("*")]
+    dtypes = {"int": np.int32, "unsigned short": np.uint16, "float": np.float32}
+    for name, array in data.arrays.items():
+        assert array.dtype == dtypes[array_type(data.format, name)]
 
 
 def test_shared_matrix_formats(shared_data):

@@ -53,7 +53,8 @@ def _guarded(host: np.ndarray, guard) -> tuple[cupy.ndarray, cupy.ndarray]:
 
 
 def _guard_for(array: np.ndarray):
-    # A read past an index array yields a huge index (a fault); past a float array, NaN.
+    # A read past an index array yields its type's largest index (a fault for int32; for a
+    # 16-bit index, column 65535, past x unless n = 65536); past a float array, NaN.
     if array.dtype.kind in "iu":
         return np.iinfo(array.dtype).max
     return np.float32(np.nan)

@@ -308,8 +308,8 @@ def render_csr_multiwarp(
 
 
 SHORT_COLUMNS_NOTE = (
-    "Column indices are stored in 16 bits (format csr_u16, n <= 65536): 6 bytes per entry "
-    "instead of 8."
+    f"Column indices are stored in 16 bits (format csr_u16, n <= {MAX_U16_COLUMNS}): "
+    "6 bytes per entry instead of 8."
 )
 
 
@@ -319,13 +319,13 @@ def strategy_for(family: KernelFamily, format: str) -> str:
 
 
 def columns_fit_u16(features) -> bool:
-    """csr_u16 holds matrices of at most 65536 columns."""
+    """csr_u16 holds matrices of at most MAX_U16_COLUMNS columns."""
     return feature(features, "n_cols") <= MAX_U16_COLUMNS
 
 
 def with_short_columns(family: KernelFamily, renderer) -> KernelFamily:
     """`family` again over csr_u16: the same parameters and code, with 16-bit column indices
-    (a quarter fewer matrix bytes), for matrices of at most 65536 columns. `renderer` is
+    (a quarter fewer matrix bytes), for matrices of at most MAX_U16_COLUMNS columns. `renderer` is
     the family's renderer; it takes the format as a keyword."""
     return replace(
         family,
