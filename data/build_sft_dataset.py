@@ -11,9 +11,11 @@ its time budget still covers every set):
         [--retune-without FAMILY,...] [--nnz-range LOW HIGH]
 
 Resumable: records already in --out are skipped, and the file is rewritten (atomically)
-after every record. After a kernel family is added, `--retune-without FAMILY,...`
-measures again the records whose tuning did not try those families, where they serve the
-record's op and width and apply to its matrix.
+after every record. After a kernel family is added or its parameter grid changes,
+`--retune-without FAMILY,...` measures again the records whose tuning did not try every
+variant of those families that the autotuner would now time on the record's matrix, op
+and width (variant ids name parameters and baked constants, not code: a code change
+needs a new parameter, or its old times stay under the same ids).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from sparserl.autotune import Autotuner
+from sparserl.autotune import Autotuner, candidates
 from sparserl.datasets import interleave
 from sparserl.datasets.dlmc import DLMCCollection
 from sparserl.datasets.local import shared_data_folder
@@ -34,7 +36,7 @@ from sparserl.features import matrix_features
 from sparserl.harness import Harness
 from sparserl.harness.check import traffic_floor_bytes
 from sparserl.kernels import family_named
-from sparserl.sft_data import MatrixRef, SFTRecord, families_tried, read_records, write_records
+from sparserl.sft_data import MatrixRef, SFTRecord, read_records, variants_tried, write_records
 
 SPMM_WIDTHS = (8, 32, 128)
 SYNTHETIC = {
@@ -85,7 +87,8 @@ def main() -> None:
         "--budget-s", type=float, default=None, help="stop starting new jobs after this"
     )
     parser.add_argument("--retune-without", default="",
-                        help="comma-separated kernel families: re-measure records that lack them")  # fmt: skip
+                        help="comma-separated kernel families: re-measure records that lack "
+                        "some variant of them that applies")  # fmt: skip
     parser.add_argument("--nnz-range", nargs=2, type=float, default=(0, math.inf), metavar=("LOW", "HIGH"),
                         help="only matrices with LOW <= stored entries < HIGH (a partial pass; "
                         "a later run without it measures the rest)")  # fmt: skip
@@ -101,7 +104,7 @@ def main() -> None:
         required = [family_named(name) for name in args.retune_without.split(",") if name]
     except ValueError as error:
         parser.error(f"--retune-without: {error}")
-    done = {key for key, record in records.items() if not missing_families(record, required)}
+    done = {key for key, record in records.items() if not serving(required, record)}
     jobs = interleave(suitesparse_jobs(shared), dlmc_jobs(shared), synthetic_jobs())
     known_nnz = {ref: record.nnz for (ref, _, _), record in records.items()}
     jobs = [
@@ -129,8 +132,8 @@ def main() -> None:
                 if args.budget_s and time.monotonic() - start > args.budget_s:
                     break
                 kept = records.get((ref, op, n_cols))
-                if kept is not None and not missing_families(kept, required, features):
-                    done.add((ref, op, n_cols))  # none of the new families applies here
+                if kept is not None and not untried_variants(kept, required, A, features):
+                    done.add((ref, op, n_cols))  # every new variant that applies was tried
                     continue
                 started = time.monotonic()
                 record = measure(tuner, ref, A, op, n_cols, bandwidth, features)
@@ -144,17 +147,24 @@ def main() -> None:
             print(f"every job done; {len(done)} up-to-date records in {args.out}")
 
 
-def missing_families(record: SFTRecord, required, features=None) -> set[str]:
-    """The families in `required` that serve the record's op (and SpMM width) and that its
-    tuning did not try; with the matrix's `features`, only those applicable to it."""
-    wanted = {
-        family.name
+def serving(required, record: SFTRecord) -> list:
+    """The families in `required` that serve the record's op (and SpMM width)."""
+    return [
+        family
         for family in required
-        if family.op == record.op
-        and (record.n_cols is None or record.n_cols in family.space["N"])
-        and (features is None or family.applicable(features))
-    }
-    return wanted - families_tried(record)
+        if family.op == record.op and (record.n_cols is None or record.n_cols in family.space["N"])
+    ]
+
+
+def untried_variants(record: SFTRecord, required, A, features: dict | None = None) -> set[str]:
+    """Ids of the variants of the `required` families that the autotuner would time on A
+    (the record's matrix, with its `matrix_features` if already computed) for the record's
+    op and width, and that the record's tuning did not try."""
+    names = {family.name for family in serving(required, record)}
+    if not names:
+        return set()
+    now = candidates(A, record.op, record.n_cols, features)
+    return {v.variant_id for v in now if v.family in names} - variants_tried(record)
 
 
 def measure(tuner: Autotuner, ref: MatrixRef, A, op: str, n_cols: int | None, bandwidth: float,

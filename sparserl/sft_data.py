@@ -111,8 +111,12 @@ def write_records(path: str | Path, records: list[SFTRecord]) -> None:
     temporary.replace(path)
 
 
+def variants_tried(record: SFTRecord) -> set[str]:
+    """Ids of the variants the record's tuning evaluated (ranked or failed)."""
+    ranked = {item["variant"]["variant_id"] for item in record.ranked}
+    return ranked | set(record.extra.get("failed", {}))
+
+
 def families_tried(record: SFTRecord) -> set[str]:
     """Kernel families the record's tuning evaluated (ranked or failed)."""
-    ranked = {item["variant"]["family"] for item in record.ranked}
-    failed = {variant_id.split("[")[0] for variant_id in record.extra.get("failed", {})}
-    return ranked | failed
+    return {variant_id.split("[")[0] for variant_id in variants_tried(record)}

@@ -187,6 +187,26 @@ def test_windowed_coo_is_tried_only_on_small_matrices_without_huge_rows():
     assert not tried(one_huge_row.tocsr())
 
 
+def test_windowed_coo_leaves_out_the_long_row_code_when_no_row_spans_windows():
+    family, params = FAMILIES["coo_windowed"], {"window": 64, "warps_per_block": 4}
+    fits = family.render(params, MatrixConstants(max_row_length=64))
+    spans = family.render(params, MatrixConstants(max_row_length=65))
+    assert "row_after" not in fits and "kLongRowSlotsPerLane" not in fits
+    assert "row_after" in spans and "row_after" in family.render(params)  # not baked: kept
+
+
+def test_multiwarp_blocks_hold_whole_rows():
+    family = FAMILIES["csr_multiwarp"]
+    grid = list(family.parameter_grid())
+    assert {params["warps_per_row"] for params in grid} == {1, 2, 4, 8, 16}
+    assert all(params["block_size"] == max(256, 32 * params["warps_per_row"]) for params in grid)
+    with pytest.raises(ValueError, match="not a valid combination"):
+        family.render({"warps_per_row": 16, "loads_in_flight": 4, "block_size": 256})
+    # 16 warps per row are timed only where the mean row fills half their lanes.
+    sixteen = {"warps_per_row": 16, "loads_in_flight": 4, "block_size": 512}
+    assert family.fits(np.full(10, 256), sixteen) and not family.fits(np.full(10, 255), sixteen)
+
+
 def test_16_bit_column_families_are_tried_only_where_columns_fit_16_bits():
     def tried(A):
         return {v.family for v in variants("spmv", features=matrix_features(A))}

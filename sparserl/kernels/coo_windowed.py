@@ -8,7 +8,10 @@ before the reduction, against three for CSR (row pointer, entries, x). That is w
 the time of a small matrix is made of. A lane sums its own runs of equal rows; runs
 that cross lanes are summed along chains of lanes with one shuffle scan. A row longer
 than a window fills windows of its own: the warp of its first window adds them up,
-LONG_ROW_SLOTS slots per pass, and the warps of the others leave at once.
+LONG_ROW_SLOTS slots per pass, and the warps of the others leave at once; the first
+pass's loads are issued before the first window's x values are used, so they overlap.
+With a baked longest row that fits a window, the long-row code is left out (a quarter
+of the registers).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def lane_slot_loads(slots_per_lane: int) -> str:
 def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> str:
     window, warps_per_block = params["window"], params["warps_per_block"]
     slots_per_lane = window // WARP_SIZE
+    rows_span_windows = constants.max_row_length is None or constants.max_row_length > window
     preamble = fill(
         """
         $warp
@@ -69,14 +73,19 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         constexpr int kWindow = $window;  // slots per warp window (the format's window)
         constexpr int kSlotsPerLane = $slots_per_lane;  // consecutive slots, in row order
         constexpr int kPaddingRow = -1;  // row_idx of a padding slot (column 0, value 0.0)
-        constexpr int kLongRowSlotsPerLane = $long_row_slots;  // per pass over a long row
+        $long_pass
         $chain_lanes
         """,
         warp=WARP_CONSTANTS,
         warps_per_block=warps_per_block,
         window=window,
         slots_per_lane=slots_per_lane,
-        long_row_slots=LONG_ROW_SLOTS // WARP_SIZE,
+        long_pass=(
+            f"constexpr int kLongRowSlotsPerLane = {LONG_ROW_SLOTS // WARP_SIZE};"
+            "  // per pass over a long row"
+            if rows_span_windows
+            else f"// baked: no row is longer than a window ({constants.max_row_length} entries)"
+        ),
         chain_lanes=chain_lanes(constants.max_row_length, slots_per_lane),
     )
     body = fill(
@@ -84,52 +93,17 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         const int lane = threadIdx.x % kWarpSize;
         const int window = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarpSize;
         if (window >= n_windows) return;  // whole warps leave together
-        const int num_slots = n_windows * kWindow;
         const int base = window * kWindow;
-        // Every load of the window at once: the lane's slots, the rows just before and
-        // after the window, and the x entries of the lane's columns.
+        // Every load of the window at once: the lane's slots$neighbour_note
+        // and the x entries of the lane's columns.
         int rows[kSlotsPerLane], columns[kSlotsPerLane];
         float products[kSlotsPerLane];
         $loads
-        const int row_before = base > 0 ? row_idx[base - 1] : kPaddingRow;
-        const int row_after = base + kWindow < num_slots ? row_idx[base + kWindow] : kPaddingRow;
+        $neighbour_rows
         float x_values[kSlotsPerLane];  // in flight while the runs of equal rows are found
         #pragma unroll
         for (int k = 0; k < kSlotsPerLane; ++k) x_values[k] = __ldg(&x[columns[k]]);
-        const int first_row = __shfl_sync(kFullWarpMask, rows[0], 0);
-        if (first_row != kPaddingRow && first_row == row_before) return;  // a long row's tail
-
-        if (first_row != kPaddingRow && first_row == row_after) {
-            // A long row: this window and the next ones hold it alone (padding adds 0).
-            float sum = 0.0f;
-            #pragma unroll
-            for (int k = 0; k < kSlotsPerLane; ++k) sum += products[k] * x_values[k];
-            // The windows after it, with every load of a pass in flight; a slot of the
-            // next row, or past the end, adds nothing.
-            bool row_goes_on = true;
-            for (int next = base + kWindow; row_goes_on; next += kLongRowSlotsPerLane * kWarpSize) {
-                int slot_rows[kLongRowSlotsPerLane], slot_columns[kLongRowSlotsPerLane];
-                float slot_values[kLongRowSlotsPerLane];
-                #pragma unroll
-                for (int i = 0; i < kLongRowSlotsPerLane; ++i) {
-                    const int slot = next + i * kWarpSize + lane;
-                    const bool inside = slot < num_slots;
-                    slot_rows[i] = inside ? row_idx[slot] : kPaddingRow;
-                    slot_columns[i] = inside ? col_idx[slot] : 0;
-                    slot_values[i] = inside ? values[slot] : 0.0f;
-                }
-                #pragma unroll
-                for (int i = 0; i < kLongRowSlotsPerLane; ++i) {
-                    const float product = slot_values[i] * __ldg(&x[slot_columns[i]]);
-                    sum += slot_rows[i] == first_row ? product : 0.0f;
-                }
-                const int last_row = slot_rows[kLongRowSlotsPerLane - 1];
-                row_goes_on = __shfl_sync(kFullWarpMask, last_row, kWarpSize - 1) == first_row;
-            }
-            $fold
-            if (lane == 0) y[first_row] = sum;
-            return;
-        }
+        $long_row
 
         // The lane's runs of equal rows: its first run (head) may have begun in earlier
         // lanes and its last (tail) may go on in later ones; a run between them is whole.
@@ -174,7 +148,9 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         if (!whole_lane && tail_row != kPaddingRow && !tail_goes_on) y[tail_row] = tail;
         """,
         loads=lane_slot_loads(slots_per_lane),
-        fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
+        neighbour_note=", the rows just before and after the window," if rows_span_windows else "",
+        neighbour_rows=NEIGHBOUR_ROWS if rows_span_windows else "",
+        long_row=long_row() if rows_span_windows else "",
     )
     return kernel(
         header=header(
@@ -188,6 +164,60 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         preamble=preamble,
         signature=entry_signature("spmv", "coo_windowed", 32 * warps_per_block),
         body=body,
+    )
+
+
+# The row that ends just before the window and the one that starts just after it: a long
+# row spans windows when it is one of them.
+NEIGHBOUR_ROWS = """\
+const int num_slots = n_windows * kWindow;
+const int row_before = base > 0 ? row_idx[base - 1] : kPaddingRow;
+const int row_after = base + kWindow < num_slots ? row_idx[base + kWindow] : kPaddingRow;"""
+
+
+def long_row() -> str:
+    """A window inside a long row leaves; the first window of one sums the whole row."""
+    return fill(
+        """
+        const int first_row = __shfl_sync(kFullWarpMask, rows[0], 0);
+        if (first_row != kPaddingRow && first_row == row_before) return;  // a long row's tail
+
+        if (first_row != kPaddingRow && first_row == row_after) {
+            // A long row: this window and the next ones hold it alone (padding adds 0).
+            // Each pass has every load in flight; a slot of the next row, or past the end,
+            // adds nothing. This window's products are added once the first pass's loads
+            // are issued, so its x reads and those loads overlap.
+            float sum = 0.0f;
+            bool row_goes_on = true;
+            for (int next = base + kWindow; row_goes_on; next += kLongRowSlotsPerLane * kWarpSize) {
+                int slot_rows[kLongRowSlotsPerLane], slot_columns[kLongRowSlotsPerLane];
+                float slot_values[kLongRowSlotsPerLane];
+                #pragma unroll
+                for (int i = 0; i < kLongRowSlotsPerLane; ++i) {
+                    const int slot = next + i * kWarpSize + lane;
+                    const bool inside = slot < num_slots;
+                    slot_rows[i] = inside ? row_idx[slot] : kPaddingRow;
+                    slot_columns[i] = inside ? col_idx[slot] : 0;
+                    slot_values[i] = inside ? values[slot] : 0.0f;
+                }
+                if (next == base + kWindow) {
+                    #pragma unroll
+                    for (int k = 0; k < kSlotsPerLane; ++k) sum += products[k] * x_values[k];
+                }
+                #pragma unroll
+                for (int i = 0; i < kLongRowSlotsPerLane; ++i) {
+                    const float product = slot_values[i] * __ldg(&x[slot_columns[i]]);
+                    sum += slot_rows[i] == first_row ? product : 0.0f;
+                }
+                const int last_row = slot_rows[kLongRowSlotsPerLane - 1];
+                row_goes_on = __shfl_sync(kFullWarpMask, last_row, kWarpSize - 1) == first_row;
+            }
+            $fold
+            if (lane == 0) y[first_row] = sum;
+            return;
+        }
+        """,
+        fold=shuffle_fold(["sum"], "kWarpSize / 2", "1"),
     )
 
 

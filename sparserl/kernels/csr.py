@@ -8,7 +8,7 @@
   sums a row from there; a long row gets the whole block and a block-wide reduction.
 - csr_merge: merge-path (Merrill & Garland, SC'16). Every thread takes an equal share of
   the m + nnz "row ends and entries", so skewed row lengths cannot unbalance the work.
-- csr_multiwarp: 1..8 warps per row, and each lane loads a batch of entries before it
+- csr_multiwarp: 1..16 warps per row, and each lane loads a batch of entries before it
   reads their x values, so several loads are in flight at once. For few, long rows
   (pruned DNN layers), where one warp per row leaves the GPU waiting on memory latency.
   csr_multiwarp_u16 is the same over csr_u16 (16-bit column indices, n <= 65536).
@@ -38,6 +38,7 @@ from sparserl.kernels.render import (
 )
 
 ROWBLOCKS_BLOCK_NNZ = 1024  # the csr_rowblocks format parameter: entries per row group
+MULTIWARP_BLOCK = 256  # csr_multiwarp's threads per block, unless one row needs more
 
 
 def render_csr_scalar(params: dict[str, int], constants: MatrixConstants) -> str:
@@ -356,6 +357,17 @@ def lane_group_fits(row_lengths, params) -> bool:
     return lanes == WARP_SIZE or mean_row / 4 <= lanes <= 4 * mean_row
 
 
+def block_holds_rows(params) -> bool:
+    """csr_multiwarp's block is 256 threads, or one row's warps when they are more."""
+    return params["block_size"] == max(MULTIWARP_BLOCK, params["warps_per_row"] * WARP_SIZE)
+
+
+def sixteen_warps_fit(row_lengths, params) -> bool:
+    """16 warps per row are worth timing only when the mean row fills half their lanes."""
+    mean_row = float(row_lengths.mean()) if len(row_lengths) else 0.0
+    return params["warps_per_row"] < 16 or mean_row >= 16 * WARP_SIZE / 2
+
+
 FEW_ROWS = 16384  # a warp per row: about two waves of resident warps on an H100 (132 x 64)
 
 
@@ -415,7 +427,11 @@ CSR_MULTIWARP = KernelFamily(
     op="spmv",
     format="csr",
     params="-",
-    space={"warps_per_row": (1, 2, 4, 8), "loads_in_flight": (4, 8), "block_size": (256,)},
+    space={
+        "warps_per_row": (1, 2, 4, 8, 16),
+        "loads_in_flight": (4, 8),
+        "block_size": (MULTIWARP_BLOCK, 2 * MULTIWARP_BLOCK),
+    },
     strategy="CSR multi-warp: warps_per_row warps share each row; each lane loads "
     "loads_in_flight (column, value) pairs before it reads their x entries, so that many "
     "loads are in flight; warps fold with shuffles, then add up through shared memory. "
@@ -423,6 +439,8 @@ CSR_MULTIWARP = KernelFamily(
     renderer=render_csr_multiwarp,
     bakes=("m", "fixed_row_length"),
     predicate=rows_are_long,
+    fits=sixteen_warps_fit,
+    valid=block_holds_rows,
 )
 
 CSR_MULTIWARP_U16 = with_short_columns(CSR_MULTIWARP, render_csr_multiwarp)

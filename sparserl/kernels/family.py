@@ -92,10 +92,16 @@ _FIELDS = tuple(f.name for f in fields(MatrixConstants))
 Renderer = Callable[[dict[str, int], MatrixConstants], str]
 Predicate = Callable[[Mapping[str, float]], bool]
 PointFilter = Callable[[np.ndarray, Mapping[str, int]], bool]
+ParamsCheck = Callable[[Mapping[str, int]], bool]
 
 
 def always(features: Mapping[str, float]) -> bool:
     """Applicability of families that work on any matrix."""
+    return True
+
+
+def any_combination(params: Mapping[str, int]) -> bool:
+    """Every combination of the family's parameter values makes a kernel."""
     return True
 
 
@@ -128,6 +134,8 @@ class KernelFamily:
     predicate: whether the family is worth trying on a matrix, from its features.
     fits: whether one parameter choice is worth timing on a matrix, from its row lengths
         (the entries stored in each row, int array of m).
+    valid: whether a combination of parameter values makes a kernel at all (e.g. a block
+        must hold a whole row's warps); the grid skips the others.
     """
 
     name: str
@@ -140,16 +148,19 @@ class KernelFamily:
     bakes: tuple[str, ...] = ()
     predicate: Predicate = always
     fits: PointFilter = every_point
+    valid: ParamsCheck = any_combination
 
     def applicable(self, features: Mapping[str, float]) -> bool:
         """Whether the family is worth trying on a matrix with these features (permissive)."""
         return self.predicate(features)
 
     def parameter_grid(self) -> Iterator[dict[str, int]]:
-        """Every combination of the parameter space, in a fixed order."""
+        """Every valid combination of the parameter space, in a fixed order."""
         names = sorted(self.space)
         for values in itertools.product(*(self.space[name] for name in names)):
-            yield dict(zip(names, values, strict=True))
+            params = dict(zip(names, values, strict=True))
+            if self.valid(params):
+                yield params
 
     def check_params(self, params: Mapping[str, int]) -> dict[str, int]:
         """`params` as a plain dict; ValueError naming the family when one is off the grid."""
@@ -165,6 +176,11 @@ class KernelFamily:
                 raise ValueError(
                     f"family '{self.name}': {name}={value!r} is not one of {self.space[name]}"
                 )
+        if not self.valid(params):
+            raise ValueError(
+                f"family '{self.name}': {dict(params)} is not a valid combination "
+                f"(see {self.valid.__name__})"
+            )
         return {name: int(params[name]) for name in sorted(params)}
 
     def format_params(self, params: Mapping[str, int]) -> str:
