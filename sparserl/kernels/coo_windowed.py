@@ -73,14 +73,14 @@ def render_coo_windowed(params: dict[str, int], constants: MatrixConstants) -> s
         constexpr int kWindow = $window;  // slots per warp window (the format's window)
         constexpr int kSlotsPerLane = $slots_per_lane;  // consecutive slots, in row order
         constexpr int kPaddingRow = -1;  // row_idx of a padding slot (column 0, value 0.0)
-        $long_pass
+        $long_row_slots
         $chain_lanes
         """,
         warp=WARP_CONSTANTS,
         warps_per_block=warps_per_block,
         window=window,
         slots_per_lane=slots_per_lane,
-        long_pass=(
+        long_row_slots=(
             f"constexpr int kLongRowSlotsPerLane = {LONG_ROW_SLOTS // WARP_SIZE};"
             "  // per pass over a long row"
             if rows_span_windows
