@@ -176,15 +176,21 @@ def test_applicability_prunes_by_structure():
         FAMILIES["ell"].applicable({"n_rows": 10})
 
 
-def test_windowed_coo_is_tried_only_on_small_matrices_without_huge_rows():
+def test_windowed_coo_is_tried_on_small_matrices_and_on_larger_ones_of_short_rows():
     def tried(A):
         return "coo_windowed" in {v.family for v in variants("spmv", features=matrix_features(A))}
 
     assert tried(skewed_matrix())  # 13,719 entries, longest row 1,300
-    assert not tried(sp.random(2000, 2000, density=0.03, random_state=0, format="csr"))
+    about_140_a_row = sp.random(2000, 2000, density=0.07, random_state=0, format="csr")
+    assert not tried(about_140_a_row)
     one_huge_row = sp.lil_matrix((3000, 3000))
     one_huge_row[0, :] = 1.0
     assert not tried(one_huge_row.tocsr())
+    # 120,000 entries: tried while every row fits the widest window (128), not past it
+    short_rows = sp.random(12_000, 12_000, density=1e-3, random_state=0, format="lil")
+    assert short_rows.nnz > 100_000 and tried(short_rows.tocsr())
+    short_rows[0, :129] = 1.0
+    assert not tried(short_rows.tocsr())
 
 
 def test_windowed_coo_leaves_out_the_long_row_code_when_no_row_spans_windows():
