@@ -74,6 +74,77 @@ def convert(A, format: str, params: str | dict[str, str] = "-") -> FormatData:
     return data
 
 
+EXACT_FLOAT32_INTEGERS = 1 << 24  # float32 holds every integer up to this exactly
+PROBE_LOW_BITS = 12  # past it, entry numbers go through two probes of 12 bits and the rest
+
+
+@dataclass
+class ValueLayout:
+    """One pattern in one format, with where each stored value goes: more value sets on
+    the same pattern then cost a gather instead of a conversion (the harness checks every
+    kernel on three).
+
+    structure: the pattern converted; its value arrays are refilled by `fill`.
+    slots: name of each value (float32) array -> int64 array of its length: the entry (in
+        canonical CSR order) each element holds, or -1 for padding.
+    seconds: host time `of` took (one or two conversions).
+    """
+
+    structure: FormatData
+    slots: dict[str, np.ndarray]
+    seconds: float
+
+    @classmethod
+    def of(cls, A, format: str, params: str | dict[str, str] = "-") -> ValueLayout:
+        """Convert A's pattern with the entry numbers as values, which every converter only
+        moves: as k + 1 when they are exact in float32, else as their low PROBE_LOW_BITS
+        bits + 1 and the rest + 1, converted twice (padding stays 0 in both)."""
+        start = time.perf_counter()
+        csr = canonical_csr(A)
+        entries = np.arange(csr.nnz, dtype=np.int64)
+        if csr.nnz < EXACT_FLOAT32_INTEGERS:
+            structure = _convert_with_values(csr, entries + 1, format, params)
+            slots = {name: array.astype(np.int64) - 1 for name, array in _values(structure)}
+        else:
+            structure = _convert_with_values(csr, (entries >> PROBE_LOW_BITS) + 1, format, params)
+            low_mask = (1 << PROBE_LOW_BITS) - 1
+            low = _convert_with_values(csr, (entries & low_mask) + 1, format, params)
+            slots = {
+                name: np.where(high > 0, (high.astype(np.int64) - 1) << PROBE_LOW_BITS, 0)
+                + low.arrays[name].astype(np.int64)
+                - 1
+                for name, high in _values(structure)
+            }
+        return cls(structure, slots, time.perf_counter() - start)
+
+    def fill(self, values: np.ndarray) -> FormatData:
+        """The format's arrays holding `values` (float32, one per stored entry of the
+        pattern, in canonical CSR order) and zeros in the padding."""
+        values = np.append(np.asarray(values, dtype=VALUE), VALUE(0))  # index -1: padding
+        arrays = {
+            name: values[self.slots[name]] if name in self.slots else array
+            for name, array in self.structure.arrays.items()
+        }
+        return FormatData(
+            self.structure.format,
+            self.structure.params,
+            arrays,
+            self.structure.sizes,
+            self.structure.dense_rows,
+        )
+
+
+def _convert_with_values(csr: sp.csr_matrix, values: np.ndarray, format: str, params) -> FormatData:
+    """`convert` of csr's pattern holding `values` instead of its own."""
+    probe = sp.csr_matrix((values.astype(VALUE), csr.indices, csr.indptr), shape=csr.shape)
+    return convert(probe, format, params)
+
+
+def _values(data: FormatData) -> list[tuple[str, np.ndarray]]:
+    """The (name, array) pairs of the value arrays of a format (the float32 ones)."""
+    return [(name, array) for name, array in data.arrays.items() if array.dtype == VALUE]
+
+
 def _sizes(csr: sp.csr_matrix, **extra: int) -> dict[str, int]:
     m, n = csr.shape
     return {"m": m, "n": n, "nnz": csr.nnz, **extra}

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sparserl import formats
 from sparserl.abi import FORMATS, ABIError, array_type
-from sparserl.formats import convert, row_groups
+from sparserl.formats import ValueLayout, canonical_csr, convert, row_groups
 
 
 def random_matrix(m, n, density, seed, long_rows=0):
@@ -209,6 +210,31 @@ def test_layout_multiplies_like_scipy(matrix, format_and_params):
     dtypes = {"int": np.int32, "unsigned short": np.uint16, "float": np.float32}
     for name, array in data.arrays.items():
         assert array.dtype == dtypes[array_type(data.format, name)]
+
+
+@pytest.mark.parametrize("matrix", MATRICES)
+@pytest.mark.parametrize("format_and_params", MULTIPLY)
+@pytest.mark.parametrize("probes", ["one", "two"])
+def test_value_layout_filled_equals_direct_conversion(
+    matrix, format_and_params, probes, monkeypatch
+):
+    """A layout filled with fresh values holds exactly the arrays `convert` gives for them;
+    with two probes when the entry numbers would not be exact in float32 (forced here)."""
+    if probes == "two":
+        monkeypatch.setattr(formats, "EXACT_FLOAT32_INTEGERS", 2)
+        monkeypatch.setattr(formats, "PROBE_LOW_BITS", 3)  # high parts up to nnz / 8
+    A = MATRICES[matrix]().tocsr()
+    layout = ValueLayout.of(A, *format_and_params)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        B = A.copy()
+        B.data = rng.uniform(0.25, 1.0, B.nnz).astype(np.float32)
+        direct, filled = convert(B, *format_and_params), layout.fill(canonical_csr(B).data)
+        assert (filled.sizes, filled.dense_rows) == (direct.sizes, direct.dense_rows)
+        assert list(filled.arrays) == list(direct.arrays)
+        for name, array in direct.arrays.items():
+            assert filled.arrays[name].dtype == array.dtype
+            np.testing.assert_array_equal(filled.arrays[name], array, err_msg=name)
 
 
 def test_shared_matrix_formats(shared_data):
