@@ -85,7 +85,7 @@ class ValueLayout:
     kernel on three).
 
     structure: the pattern converted; its value arrays are refilled by `fill`.
-    slots: name of each value (float32) array -> int64 array of its length: the entry (in
+    slots: name of each value (float32) array -> int32 array of its length: the entry (in
         canonical CSR order) each element holds, or -1 for padding.
     seconds: host time `of` took (one or two conversions).
     """
@@ -104,15 +104,17 @@ class ValueLayout:
         entries = np.arange(csr.nnz, dtype=np.int64)
         if csr.nnz < EXACT_FLOAT32_INTEGERS:
             structure = _convert_with_values(csr, entries + 1, format, params)
-            slots = {name: array.astype(np.int64) - 1 for name, array in _values(structure)}
+            slots = {name: array.astype(INDEX) - 1 for name, array in _values(structure)}
         else:
             structure = _convert_with_values(csr, (entries >> PROBE_LOW_BITS) + 1, format, params)
             low_mask = (1 << PROBE_LOW_BITS) - 1
             low = _convert_with_values(csr, (entries & low_mask) + 1, format, params)
             slots = {
-                name: np.where(high > 0, (high.astype(np.int64) - 1) << PROBE_LOW_BITS, 0)
-                + low.arrays[name].astype(np.int64)
-                - 1
+                name: (
+                    np.where(high > 0, (high.astype(np.int64) - 1) << PROBE_LOW_BITS, 0)
+                    + low.arrays[name].astype(np.int64)
+                    - 1
+                ).astype(INDEX)
                 for name, high in _values(structure)
             }
         return cls(structure, slots, time.perf_counter() - start)
@@ -120,6 +122,9 @@ class ValueLayout:
     def fill(self, values: np.ndarray) -> FormatData:
         """The format's arrays holding `values` (float32, one per stored entry of the
         pattern, in canonical CSR order) and zeros in the padding."""
+        nnz = self.structure.sizes["nnz"]
+        if len(values) != nnz:
+            raise ValueError(f"the layout's pattern stores {nnz} entries; got {len(values)} values")
         values = np.append(np.asarray(values, dtype=VALUE), VALUE(0))  # index -1: padding
         arrays = {
             name: values[self.slots[name]] if name in self.slots else array

@@ -235,6 +235,8 @@ def test_value_layout_filled_equals_direct_conversion(
         for name, array in direct.arrays.items():
             assert filled.arrays[name].dtype == array.dtype
             np.testing.assert_array_equal(filled.arrays[name], array, err_msg=name)
+    with pytest.raises(ValueError, match=f"stores {A.nnz} entries; got {A.nnz + 1} values"):
+        layout.fill(np.ones(A.nnz + 1, dtype=np.float32))
 
 
 def test_shared_matrix_formats(shared_data):
