@@ -87,19 +87,16 @@ class ValueLayout:
     structure: the pattern converted; its value arrays are refilled by `fill`.
     slots: name of each value (float32) array -> int32 array of its length: the entry (in
         canonical CSR order) each element holds, or -1 for padding.
-    seconds: host time `of` took (one or two conversions).
     """
 
     structure: FormatData
     slots: dict[str, np.ndarray]
-    seconds: float
 
     @classmethod
     def of(cls, A, format: str, params: str | dict[str, str] = "-") -> ValueLayout:
         """Convert A's pattern with the entry numbers as values, which every converter only
         moves: as k + 1 when they are exact in float32, else as their low PROBE_LOW_BITS
         bits + 1 and the rest + 1, converted twice (padding stays 0 in both)."""
-        start = time.perf_counter()
         csr = canonical_csr(A)
         entries = np.arange(csr.nnz, dtype=np.int64)
         if csr.nnz < EXACT_FLOAT32_INTEGERS:
@@ -117,7 +114,7 @@ class ValueLayout:
                 ).astype(INDEX)
                 for name, high in _values(structure)
             }
-        return cls(structure, slots, time.perf_counter() - start)
+        return cls(structure, slots)
 
     def fill(self, values: np.ndarray) -> FormatData:
         """The format's arrays holding `values` (float32, one per stored entry of the

@@ -77,6 +77,7 @@ class DeviceMatrix:
 
     def __init__(self, pattern: sp.csr_matrix, seed: int | None = None):
         self.rng = np.random.default_rng(seed)
+        pattern = canonical_csr(pattern)  # the entry order every ValueLayout fills in
         self.value_sets = []
         for _ in range(N_TRIALS):
             A = pattern.copy()
@@ -122,7 +123,7 @@ class DeviceMatrix:
             if layout_key not in self._layouts:
                 layout = ValueLayout.of(self.value_sets[0], header.format, header.params)
                 _bounded_put(self._layouts, layout_key, layout)  # bound host memory
-            data = self._layouts[layout_key].fill(canonical_csr(self.value_sets[index]).data)
+            data = self._layouts[layout_key].fill(self.value_sets[index].data)
             arrays = [_guarded(array, _guard_for(array))[1] for array in data.arrays.values()]
             _bounded_put(self._formats, key, (data, arrays))  # bound device memory
         return self._formats[key]
