@@ -32,6 +32,7 @@ from sparserl.kernels import (
     example_matrix,
     variants,
 )
+from sparserl.kernels.coo_panels import COO_PANELS, LARGE_NNZ
 from sparserl.kernels.csr_shared_x import MAX_STAGED_COLUMNS
 
 ALL_VARIANTS = all_variants()
@@ -240,6 +241,26 @@ def test_panels_are_tried_only_on_large_matrices_with_scattered_columns():
     assert tried(scattered_matrix())
     assert not tried(banded_matrix(m=100_000))  # x reads stay near the diagonal
     assert not tried(skewed_matrix())  # 13,719 entries: launch-bound
+
+
+def test_panel_tiles_and_chunks_grow_with_the_matrix():
+    """Below LARGE_NNZ entries the small tiles with chunks of 4096; from there on the large
+    ones with 32 entries per thread, their row sums within the reward's 48 KB."""
+
+    def kept(row_lengths):
+        grid = COO_PANELS.parameter_grid()
+        return [params for params in grid if COO_PANELS.fits(row_lengths, params)]
+
+    small = kept(np.full(100_000, 10))
+    large = kept(np.full(LARGE_NNZ // 10, 10))
+    assert len(small) == len(large) == 16
+    assert {(p["rows"], p["columns"], p["chunk"]) for p in small} == {
+        (rows, columns, 4096) for rows in (4096, 8192) for columns in (4096, 32768)
+    }
+    assert all(p["chunk"] == 32 * p["block_size"] and p["columns"] >= 32768 for p in large)
+    tallest = [p for p in large if p["rows"] == max(q["rows"] for q in large)]
+    results = compile_all([COO_PANELS.render(params) for params in tallest[:1]])
+    assert results[0].resources["sparserl_kernel"].shared_bytes <= 48 * 1024
 
 
 def widest_staged_x_matrix(seed: int = 3) -> sp.csr_matrix:

@@ -5,10 +5,17 @@ sector fetched from L2 into the SM: x is too big for an SM's L1 to keep, and one
 SM's rows touch all of it. The `coo_panels` format cuts the columns into panels of
 `columns` and the rows into groups of `rows`; the entries of one (panel, row group)
 tile are stored together, in chunks of at most `chunk`. A block takes one chunk, so
-its x reads stay inside one panel (16-128 KB of x, which L1 keeps) and many of its
-entries share each sector. It adds its products into a shared-memory partial sum per
-row of the tile, then adds those into y with one vector atomic per four rows (the
-output is zeroed first).
+its x reads stay inside one panel (16-256 KB of x) and many of its entries share each
+sector. It adds its products into a shared-memory partial sum per row of the tile,
+then adds those into y with one vector atomic per four rows (the output is zeroed
+first).
+
+A tile pays when it holds many entries per x sector and per row, and there must still
+be a few chunks per SM. So the tile shapes come in two regimes, by the matrix's size:
+- below LARGE_NNZ entries: tiles of 4096-8192 rows x 4096-32768 columns, chunks of 4096;
+- from LARGE_NNZ on (x of megabytes, entries 1e-5 dense): tiles of 8192-12288 rows x
+  32768-65536 columns, chunks of 32 entries per thread (16384 or 32768). 12288 row sums
+  are 48 KB, the most a block keeps without the reward's shared-memory penalty.
 
 Two orders of the entries inside a tile, two ways of summing:
 - column_sorted=0 (row, then column): a warp's entries come in runs of equal rows, which
@@ -25,6 +32,11 @@ from sparserl.kernels.render import WARP_CONSTANTS, entry_signature, fill, heade
 MIN_NNZ = 100_000  # smaller matrices are launch-bound: the zeroing and flush do not pay
 MIN_COLUMN_SPREAD = 32768  # bandwidth (columns) past which x no longer fits an SM's L1 share
 LOADS_IN_FLIGHT = 4  # entries a thread loads before it reads their x values
+LARGE_NNZ = 4_000_000  # from here on the large tiles (see the module docstring)
+SMALL_CHUNK = 4096  # entries per chunk below LARGE_NNZ
+LARGE_CHUNK_PER_THREAD = 32  # entries per thread of a chunk from LARGE_NNZ on
+SMALL_TILES = {"rows": (4096, 8192), "columns": (4096, 32768)}
+LARGE_TILES = {"rows": (8192, 12288), "columns": (32768, 65536)}
 
 
 def render_coo_panels(params: dict[str, int], constants: MatrixConstants) -> str:
@@ -167,24 +179,51 @@ def columns_are_scattered(features) -> bool:
     )
 
 
+def regime_of(params) -> dict[str, tuple[int, ...]] | None:
+    """The tile regime (SMALL_TILES or LARGE_TILES) a parameter choice belongs to, or None
+    when its tile shape and chunk mix the two."""
+    if params["chunk"] == SMALL_CHUNK:
+        tiles = SMALL_TILES
+    elif params["chunk"] == LARGE_CHUNK_PER_THREAD * params["block_size"]:
+        tiles = LARGE_TILES
+    else:
+        return None
+    shape_in_regime = params["rows"] in tiles["rows"] and params["columns"] in tiles["columns"]
+    return tiles if shape_in_regime else None
+
+
+def in_one_regime(params) -> bool:
+    """Tile shape and chunk size come from the same regime."""
+    return regime_of(params) is not None
+
+
+def regime_fits_size(row_lengths, params) -> bool:
+    """The small tiles below LARGE_NNZ entries, the large ones from there on."""
+    large = int(row_lengths.sum()) >= LARGE_NNZ
+    return regime_of(params) is (LARGE_TILES if large else SMALL_TILES)
+
+
 COO_PANELS = KernelFamily(
     name="coo_panels",
     op="spmv",
     format="coo_panels",
-    params="rows=$rows columns=$columns column_sorted=$column_sorted",
+    params="rows=$rows columns=$columns column_sorted=$column_sorted chunk=$chunk",
     space={
-        "rows": (4096, 8192),
-        "columns": (4096, 32768),
+        "rows": (4096, 8192, 12288),
+        "columns": (4096, 32768, 65536),
         "column_sorted": (0, 1),
         "block_size": (512, 1024),
+        "chunk": (SMALL_CHUNK, 16384, 32768),
     },
     strategy="COO panels: the matrix cut into tiles of `rows` rows x `columns` columns, a "
-    "block per chunk of a tile, so its x reads stay in one panel that L1 keeps. Products "
+    "block per chunk (at most `chunk` entries) of a tile, so its x reads stay in one panel. Products "
     "are summed per row in shared memory (runs of a row-sorted chunk by a shuffle scan "
     "first) and added to the zeroed y with one vector atomic per four rows. Pays on large "
     "matrices with scattered columns, where x sectors fetched from L2 are the time.",
     renderer=render_coo_panels,
     predicate=columns_are_scattered,
+    fits=regime_fits_size,
+    valid=in_one_regime,
 )
 
 FAMILIES = (COO_PANELS,)
