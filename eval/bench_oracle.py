@@ -120,7 +120,8 @@ def print_report(summary: dict) -> None:
             f"{op}={s['geomean']:.2f}(n={s['count']})" for op, s in by_op.items() if s["count"]
         )
         print(f"  {family:<28}{cells}")
-    print(f"\nbreak-even: median {summary['median_break_even_calls']} calls; "
+    median = summary["median_break_even_calls"]
+    print(f"\nbreak-even: median {'-' if median is None else f'{median:,.0f}'} calls; "
           f"{summary['never_breaks_even']} rows never break even")  # fmt: skip
 
 
@@ -144,6 +145,9 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="stored entries (nnz)",
            ylabel="speedup over cuSPARSE-best (warm device time)",
            title=f"Autotuned expert kernels vs cuSPARSE-best, {rows[0]['device']}")  # fmt: skip
+    ticks = [0.5, 0.75, 1, 1.5, 2, 3, 4, 6]
+    ax.set_yticks(ticks, [f"{t:g}x" for t in ticks], minor=False)
+    ax.set_yticks([], minor=True)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
