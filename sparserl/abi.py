@@ -365,9 +365,14 @@ def _check_op(op: str) -> str:
 
 # ---------------------------------------------------------------------------- entry signature
 
+_ATTRIBUTES = r"(?:(?:__launch_bounds__|__cluster_dims__)\s*\([^)]*\)\s+)*"
 _ENTRY_RE = re.compile(
-    r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?void\s+'
-    r"(?:__launch_bounds__\s*\([^)]*\)\s+)?" + ENTRY_NAME + r"\s*\(([^)]*)\)"
+    r'extern\s+"C"\s+__global__\s+'
+    + _ATTRIBUTES
+    + r"void\s+"
+    + _ATTRIBUTES
+    + ENTRY_NAME
+    + r"\s*\(([^)]*)\)"
 )
 
 

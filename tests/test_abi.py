@@ -91,6 +91,12 @@ def test_signature_checks():
         check_entry_signature(CSR_KERNEL, "spmm", "csr")
     with pytest.raises(ABIError, match="no definition"):
         check_entry_signature(CSR_KERNEL.replace('extern "C" ', ""), "spmv", "csr")
+    # Launch attributes may stand on either side of `void`, in any order.
+    for attributes in ("__cluster_dims__(4, 1, 1)", "__launch_bounds__(128) __cluster_dims__(2)"):
+        for placed in (f"{attributes} void", f"void {attributes}"):
+            clustered = CSR_KERNEL.replace("__global__ void", f"__global__ {placed}", 1)
+            assert attributes in clustered
+            check_entry_signature(clustered, "spmv", "csr")
     assert entry_parameter_types("spmm", "dia") == [
         "const int*", "const float*", "const float*", "float*", "int", "int", "int", "int",
     ]  # fmt: skip
