@@ -84,7 +84,13 @@ FORMATS: dict[str, FormatSpec] = {
             ("const float*", "values"),
         ),
         ("m", "n", "nnz", "n_chunks"),
-        {"rows": "4096", "columns": "16384", "column_sorted": "0", "chunk": "4096"},
+        {
+            "rows": "4096",
+            "columns": "16384",
+            "column_sorted": "0",
+            "chunk": "4096",
+            "long_rows": "0",
+        },
     ),
     "ell": FormatSpec((("const int*", "col_idx"), ("const float*", "values")), ("m", "n", "width")),
     "hyb": FormatSpec(

@@ -196,7 +196,7 @@ def row_groups(row_ptr: np.ndarray, block_nnz: int) -> np.ndarray:
 
 
 def _to_csr_rowblocks(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    block_nnz = _positive_int(params, "block_nnz")
+    block_nnz = _int_at_least(params, "block_nnz")
     blocks = row_groups(csr.indptr, block_nnz)
     arrays = {
         "row_ptr": csr.indptr,
@@ -214,7 +214,7 @@ def _to_coo(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
 
 
 def _to_coo_windowed(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    window = _positive_int(params, "window")
+    window = _int_at_least(params, "window")
     if window % 32:
         raise ABIError(f"format parameter window={window} must be a multiple of 32 (a warp)")
     m = csr.shape[0]
@@ -247,7 +247,7 @@ def _to_coo_windowed(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
 
 
 def _to_column_tiles(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    tile_rows, tile_columns = _positive_int(params, "rows"), _positive_int(params, "columns")
+    tile_rows, tile_columns = _int_at_least(params, "rows"), _int_at_least(params, "columns")
     m = csr.shape[0]
     rows = _entry_rows(csr)
     column_range = csr.indices.astype(np.int64) // tile_columns
@@ -276,9 +276,10 @@ MAX_PANEL_COLUMNS = 1 << 16  # a local column fits its lower 16 bits
 
 
 def _to_coo_panels(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    tile_rows, panel_columns = _positive_int(params, "rows"), _positive_int(params, "columns")
-    chunk = _positive_int(params, "chunk")
+    tile_rows, panel_columns = _int_at_least(params, "rows"), _int_at_least(params, "columns")
+    chunk = _int_at_least(params, "chunk")
     column_sorted = _flag(params, "column_sorted")
+    long_rows = _int_at_least(params, "long_rows", minimum=0)
     if tile_rows > MAX_PANEL_TILE_ROWS or panel_columns > MAX_PANEL_COLUMNS:
         raise ABIError(
             f"coo_panels needs rows <= {MAX_PANEL_TILE_ROWS} and columns <= "
@@ -290,29 +291,48 @@ def _to_coo_panels(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     cols = csr.indices.astype(np.int64)
     n_row_groups = m // tile_rows + 1
     tile = (cols // panel_columns) * n_row_groups + rows // tile_rows  # panel, then row group
+    # A tile's long rows come after its other entries: segment = 2 * tile + (row is long).
+    segment = 2 * tile + _in_long_runs(rows, cols // panel_columns, long_rows)
     # The entries are in (row, column) order already, and the sort is stable: keyed by the
-    # tile alone they stay in row order, keyed by (tile, column) in column, then row order
-    # (one key: 1.2 s on 1e7 entries, where np.lexsort of the tile and an inner key took 3 s).
-    key = tile * panel_columns + cols % panel_columns if column_sorted else tile
+    # segment alone they stay in row order, keyed by (segment, column) in column, then row
+    # order (one key: 1.2 s on 1e7 entries, where np.lexsort of two keys took 3 s). Long
+    # rows stay in row order either way.
+    local_column = np.where(segment % 2 == 0, cols % panel_columns, 0)
+    key = segment * panel_columns + local_column if column_sorted else segment
     order = np.argsort(key, kind="stable")
-    rows, cols, tile = rows[order], cols[order], tile[order]
-    tile_starts = run_starts(tile)
-    tile_ends = np.append(tile_starts[1:], csr.nnz)
-    # Each tile's entries cut into chunks of at most `chunk`: a chunk starts at every
-    # tile start and every `chunk` entries after it.
-    chunks_per_tile = -(-(tile_ends - tile_starts) // chunk)
-    chunk_starts = np.repeat(tile_starts, chunks_per_tile) + chunk * _ranks_within(chunks_per_tile)
+    rows, cols, tile, segment = rows[order], cols[order], tile[order], segment[order]
+    segment_starts = run_starts(segment)
+    segment_ends = np.append(segment_starts[1:], csr.nnz)
+    # Each segment's entries cut into chunks of at most `chunk`: a chunk starts at every
+    # segment start and every `chunk` entries after it.
+    chunks_per_segment = -(-(segment_ends - segment_starts) // chunk)
+    chunk_starts = np.repeat(segment_starts, chunks_per_segment) + chunk * _ranks_within(
+        chunks_per_segment
+    )
     tile_row = (tile % n_row_groups) * tile_rows  # first row and column of each entry's tile
     tile_column = (tile // n_row_groups) * panel_columns
+    first_rows = tile_row[chunk_starts]
+    long_chunk = segment[chunk_starts] % 2 == 1
     arrays = {
         "chunk_ptr": np.append(chunk_starts, csr.nnz).astype(INDEX),
-        "chunk_row": tile_row[chunk_starts].astype(INDEX),
+        "chunk_row": np.where(long_chunk, ~first_rows, first_rows).astype(INDEX),
         "chunk_column": tile_column[chunk_starts].astype(INDEX),
         "local_idx": (((rows - tile_row) << 16) | (cols - tile_column)).astype(INDEX),
         "values": csr.data[order],
     }
     sizes = _sizes(csr, n_chunks=len(chunk_starts))
     return FormatData("coo_panels", params, arrays, sizes, csr.shape[1])
+
+
+def _in_long_runs(rows: np.ndarray, panels: np.ndarray, long_rows: int) -> np.ndarray:
+    """1 for each entry (in CSR order) whose row holds at least `long_rows` entries in the
+    entry's column panel, else 0 (all 0 when long_rows is 0); int64. A row's entries in one
+    panel are consecutive, since columns ascend within a row."""
+    if long_rows == 0 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=np.int64)
+    starts = run_starts(rows * (int(panels.max()) + 1) + panels)
+    lengths = np.diff(np.append(starts, len(rows)))
+    return np.repeat((lengths >= long_rows).astype(np.int64), lengths)
 
 
 def _ranks_within(counts: np.ndarray) -> np.ndarray:
@@ -342,7 +362,7 @@ def _to_ell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
 
 
 def _to_hyb(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    width = _positive_int(params, "width")
+    width = _int_at_least(params, "width")
     lengths = _row_lengths(csr)
     is_long = lengths > width
     ell_rows = np.flatnonzero(~is_long)  # ascending, empty rows included
@@ -390,7 +410,7 @@ def sell_row_order(lengths: np.ndarray, sigma: int) -> np.ndarray:
 
 
 def _to_sell(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    chunk, sigma = _positive_int(params, "slice"), _positive_int(params, "sigma")
+    chunk, sigma = _int_at_least(params, "slice"), _int_at_least(params, "sigma")
     m = csr.shape[0]
     lengths = _row_lengths(csr)
     n_slices = -(-m // chunk)
@@ -463,10 +483,11 @@ def _flag(params: dict[str, str], key: str) -> bool:
     return value == "1"
 
 
-def _positive_int(params: dict[str, str], key: str) -> int:
+def _int_at_least(params: dict[str, str], key: str, minimum: int = 1) -> int:
+    """The integer parameter `key`, at least `minimum` (1 unless said otherwise)."""
     value = params[key]
-    if not value.isdigit() or int(value) < 1:
-        raise ABIError(f"format parameter {key}='{value}' must be a positive integer")
+    if not value.isdigit() or int(value) < minimum:
+        raise ABIError(f"format parameter {key}='{value}' must be an integer >= {minimum}")
     return int(value)
 
 

@@ -1,6 +1,8 @@
 """Format conversions checked against scipy: each layout is multiplied by an independent
 numpy reading of docs/kernel_abi.md and must give scipy's A @ x."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -145,25 +147,40 @@ def multiply_hyb(d, x):
 def multiply_coo_panels(d, x):
     """Checks the tiling too: a chunk holds at most `chunk` entries of one tile (its local
     indices inside `rows` x `columns`), tiles come panel by panel, then row group by row
-    group, and a tile's entries are sorted by row (or by column when column_sorted=1)."""
+    group, and a tile's entries are sorted by row (or by column when column_sorted=1),
+    except that with long_rows=L its rows of at least L entries come last, by row, in
+    chunks marked by chunk_row = ~first row."""
     a, rows, columns = d.arrays, int(d.params["rows"]), int(d.params["columns"])
+    long_rows = int(d.params["long_rows"])
     counts = np.diff(a["chunk_ptr"])
     assert len(counts) == d.sizes["n_chunks"] and a["chunk_ptr"][-1] == d.sizes["nnz"]
     assert (counts > 0).all() and (counts <= int(d.params["chunk"])).all()
-    assert (a["chunk_row"] % rows == 0).all() and (a["chunk_column"] % columns == 0).all()
-    tiles = list(zip(a["chunk_column"].tolist(), a["chunk_row"].tolist(), strict=True))
+    long_chunk = a["chunk_row"] < 0
+    assert long_rows or not long_chunk.any()
+    first_rows = np.where(long_chunk, ~a["chunk_row"], a["chunk_row"])
+    assert (first_rows % rows == 0).all() and (a["chunk_column"] % columns == 0).all()
+    tiles = list(zip(a["chunk_column"].tolist(), first_rows.tolist(), long_chunk, strict=True))
     assert tiles == sorted(tiles)
     local_rows, local_cols = a["local_idx"] >> 16, a["local_idx"] & 0xFFFF
     assert (local_rows < rows).all() and (local_cols < columns).all()
-    inner = (
-        (local_cols, local_rows) if d.params["column_sorted"] == "1" else (local_rows, local_cols)
+    entry_rows = np.repeat(first_rows, counts) + local_rows
+    entry_cols = np.repeat(a["chunk_column"], counts) + local_cols
+    entries_in_tile = Counter(
+        zip(entry_rows.tolist(), (entry_cols // columns).tolist(), strict=True)
     )
-    for start, end in zip(a["chunk_ptr"][:-1], a["chunk_ptr"][1:], strict=True):
+    for start, end, is_long in zip(
+        a["chunk_ptr"][:-1], a["chunk_ptr"][1:], long_chunk, strict=True
+    ):
+        by_column = d.params["column_sorted"] == "1" and not is_long
+        inner = (local_cols, local_rows) if by_column else (local_rows, local_cols)
         keys = list(zip(inner[0][start:end].tolist(), inner[1][start:end].tolist(), strict=True))
         assert keys == sorted(keys)
+        counts_here = [
+            entries_in_tile[(r, c // columns)]
+            for r, c in zip(entry_rows[start:end], entry_cols[start:end], strict=True)
+        ]
+        assert all((count >= long_rows > 0) == is_long for count in counts_here)
     y = np.zeros(d.sizes["m"])
-    entry_rows = np.repeat(a["chunk_row"], counts) + local_rows
-    entry_cols = np.repeat(a["chunk_column"], counts) + local_cols
     np.add.at(y, entry_rows, a["values"] * x[entry_cols])
     return y
 
@@ -179,6 +196,8 @@ MULTIPLY = {
     ("column_tiles", "rows=4 columns=8"): multiply_column_tiles,
     ("coo_panels", "rows=8 columns=16 column_sorted=0 chunk=5"): multiply_coo_panels,
     ("coo_panels", "rows=4 columns=32 column_sorted=1 chunk=3"): multiply_coo_panels,
+    ("coo_panels", "rows=4 columns=32 column_sorted=1 chunk=3 long_rows=3"): multiply_coo_panels,
+    ("coo_panels", "rows=8 columns=64 column_sorted=0 chunk=7 long_rows=5"): multiply_coo_panels,
     ("coo_panels", "-"): multiply_coo_panels,
     ("ell", "-"): multiply_ell,
     ("hyb", "width=16"): multiply_hyb,
@@ -274,6 +293,8 @@ def test_bad_params_are_rejected():
         convert(A, "coo_panels", "rows=65536")
     with pytest.raises(ABIError, match="must be 0 or 1"):
         convert(A, "coo_panels", "column_sorted=yes")
+    with pytest.raises(ABIError, match="long_rows='-1' must be an integer >= 0"):
+        convert(A, "coo_panels", "long_rows=-1")
 
 
 def test_16_bit_columns_hold_up_to_65536_columns():

@@ -32,7 +32,7 @@ from sparserl.kernels import (
     example_matrix,
     variants,
 )
-from sparserl.kernels.coo_panels import COO_PANELS, LARGE_NNZ
+from sparserl.kernels.coo_panels import COO_PANELS, LARGE_NNZ, LONG_ROW_ENTRIES
 from sparserl.kernels.csr_shared_x import MAX_STAGED_COLUMNS
 
 ALL_VARIANTS = all_variants()
@@ -254,12 +254,22 @@ def test_panel_tiles_and_chunks_grow_with_the_matrix():
     small = kept(np.full(100_000, 10))
     large = kept(np.full(LARGE_NNZ // 10, 10))
     assert len(small) == len(large) == 16
+    assert all(p["long_rows"] == 0 for p in small + large)  # no row is long enough to split
     assert {(p["rows"], p["columns"], p["chunk"]) for p in small} == {
         (rows, columns, 4096) for rows in (4096, 8192) for columns in (4096, 32768)
     }
     assert all(p["chunk"] == 32 * p["block_size"] and p["columns"] >= 32768 for p in large)
     (tallest,) = compile_all([COO_PANELS.render(max(large, key=lambda p: p["rows"]))])
     assert tallest.resources["sparserl_kernel"].shared_bytes <= 48 * 1024
+
+
+def test_panels_split_long_rows_off_only_column_sorted_tiles_of_matrices_that_have_them():
+    grid = list(COO_PANELS.parameter_grid())
+    with_long_rows = np.append(np.full(100_000, 10), [LONG_ROW_ENTRIES] * 3)
+    kept = [p for p in grid if COO_PANELS.fits(with_long_rows, p)]
+    split = [p for p in kept if p["long_rows"]]
+    assert len(kept) == 24 and len(split) == 8
+    assert all(p["column_sorted"] == 1 for p in split)
 
 
 def widest_staged_x_matrix(seed: int = 3) -> sp.csr_matrix:
