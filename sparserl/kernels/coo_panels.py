@@ -264,7 +264,8 @@ COO_PANELS = KernelFamily(
     "panel. Products are summed per row in shared memory (runs of a row-sorted chunk by a "
     "shuffle scan first; with `long_rows`, a column-sorted tile's rows of that many entries "
     "are kept in row order for the scan) and added to the zeroed y with one vector atomic "
-    "per four rows. Pays on large matrices with scattered columns, where x sectors fetched from L2 are the time.",
+    "per four rows. Pays on large matrices with scattered columns, where x sectors fetched "
+    "from L2 are the time.",
     renderer=render_coo_panels,
     predicate=columns_are_scattered,
     fits=fits_size_and_rows,
