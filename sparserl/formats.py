@@ -302,7 +302,8 @@ def _to_coo_panels(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
     if column_sorted:
         key = segment * panel_columns + np.where(segment % 2 == 0, cols % panel_columns, 0)
     order = np.argsort(key, kind="stable")
-    rows, cols, tile, segment = rows[order], cols[order], tile[order], segment[order]
+    rows, cols, segment = rows[order], cols[order], segment[order]
+    tile = segment // 2
     segment_starts = run_starts(segment)
     segment_ends = np.append(segment_starts[1:], csr.nnz)
     # Each segment's entries cut into chunks of at most `chunk`: a chunk starts at every
