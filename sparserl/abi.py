@@ -39,7 +39,8 @@ _CSR_ARRAYS = (("const int*", "row_ptr"), ("const int*", "col_idx"), ("const flo
 MAX_U16_COLUMNS = 1 << 16  # a column index of csr_u16 fits 16 unsigned bits
 
 FORMATS: dict[str, FormatSpec] = {
-    "csr": FormatSpec(_CSR_ARRAYS, ("m", "n", "nnz")),
+    # pad_rows=1: every row padded to the longest one with (column 0, value 0) entries.
+    "csr": FormatSpec(_CSR_ARRAYS, ("m", "n", "nnz"), {"pad_rows": "0"}),
     # CSR with 16-bit column indices (n <= MAX_U16_COLUMNS): 6 bytes per entry, not 8.
     "csr_u16": FormatSpec(
         (
@@ -48,6 +49,7 @@ FORMATS: dict[str, FormatSpec] = {
             ("const float*", "values"),
         ),
         ("m", "n", "nnz"),
+        {"pad_rows": "0"},
     ),
     "csr_rowblocks": FormatSpec(
         _CSR_ARRAYS + (("const int*", "row_blocks"),),

@@ -162,7 +162,8 @@ def _entry_rows(csr: sp.csr_matrix) -> np.ndarray:
 
 
 def _to_csr(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
-    arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices, "values": csr.data}
+    row_ptr, col_idx, values = _csr_arrays(csr, params)
+    arrays = {"row_ptr": row_ptr, "col_idx": col_idx, "values": values}
     return FormatData("csr", params, arrays, _sizes(csr), csr.shape[1])
 
 
@@ -173,8 +174,31 @@ def _to_csr_u16(csr: sp.csr_matrix, params: dict[str, str]) -> FormatData:
             f"format 'csr_u16' stores column indices in 16 bits: at most {MAX_U16_COLUMNS} "
             f"columns, the matrix has {n}"
         )
-    arrays = {"row_ptr": csr.indptr, "col_idx": csr.indices.astype(SHORT_INDEX), "values": csr.data}
+    row_ptr, col_idx, values = _csr_arrays(csr, params)
+    arrays = {"row_ptr": row_ptr, "col_idx": col_idx.astype(SHORT_INDEX), "values": values}
     return FormatData("csr_u16", params, arrays, _sizes(csr), n)
+
+
+def _csr_arrays(
+    csr: sp.csr_matrix, params: dict[str, str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row_ptr, col_idx, values) of csr, or with pad_rows=1 of its rows padded to the
+    longest one: row r holds slots r*width .. (r+1)*width - 1, its entries first, then
+    (column 0, value 0) padding, so row_ptr[r] = r*width. `nnz` stays the matrix's."""
+    if not _flag(params, "pad_rows"):
+        return csr.indptr, csr.indices, csr.data
+    m = csr.shape[0]
+    width = int(_row_lengths(csr).max()) if m else 0
+    if m * width > np.iinfo(INDEX).max:
+        raise ABIError(
+            f"pad_rows=1 would store {m} rows x {width} slots, past the int32 row pointer"
+        )
+    slots = _entry_rows(csr) * width + _slot_positions(csr)
+    col_idx = np.zeros(m * width, dtype=INDEX)
+    values = np.zeros(m * width, dtype=VALUE)
+    col_idx[slots] = csr.indices
+    values[slots] = csr.data
+    return np.arange(m + 1, dtype=INDEX) * width, col_idx, values
 
 
 def row_groups(row_ptr: np.ndarray, block_nnz: int) -> np.ndarray:

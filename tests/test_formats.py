@@ -29,6 +29,19 @@ def multiply_csr(d, x):
     return y
 
 
+def multiply_padded_csr(d, x):
+    """pad_rows=1: every row holds the longest row's number of slots, its entries first
+    (ascending columns), then (column 0, value 0) padding."""
+    a, m = d.arrays, d.sizes["m"]
+    width = len(a["values"]) // m
+    np.testing.assert_array_equal(a["row_ptr"], np.arange(m + 1) * width)
+    stored = (a["values"] != 0).reshape(m, width)
+    assert stored.sum() == d.sizes["nnz"] and stored.any(axis=0)[-1]
+    assert all(np.all(row[:-1] >= row[1:]) for row in stored)  # entries, then padding
+    assert not np.any(a["col_idx"][~stored.ravel()])
+    return multiply_csr(d, x)
+
+
 def multiply_coo(d, x):
     a = d.arrays
     y = np.zeros(d.sizes["m"])
@@ -188,6 +201,8 @@ def multiply_coo_panels(d, x):
 MULTIPLY = {
     ("csr", "-"): multiply_csr,
     ("csr_u16", "-"): multiply_csr,
+    ("csr", "pad_rows=1"): multiply_padded_csr,
+    ("csr_u16", "pad_rows=1"): multiply_padded_csr,
     ("csr_rowblocks", "block_nnz=64"): multiply_csr,
     ("coo", "-"): multiply_coo,
     ("coo_windowed", "window=32"): multiply_coo_windowed,
@@ -295,6 +310,8 @@ def test_bad_params_are_rejected():
         convert(A, "coo_panels", "column_sorted=yes")
     with pytest.raises(ABIError, match="long_rows='-1' must be an integer >= 0"):
         convert(A, "coo_panels", "long_rows=-1")
+    with pytest.raises(ABIError, match="pad_rows='2' must be 0 or 1"):
+        convert(A, "csr_u16", "pad_rows=2")
 
 
 def test_16_bit_columns_hold_up_to_65536_columns():

@@ -167,10 +167,12 @@ def test_applicability_prunes_by_structure():
         "coo_windowed",  # all three are small: launch-bound
         "csr_shared_x",  # and narrow: x fits a block's shared memory
         "csr_shared_x_u16",  # and n <= 65536: column indices fit 16 bits
+        "csr_shared_x_u16_padded",  # (whether padding pays is left to the row lengths)
     }
     # Padding would blow up ELL and DIA; there are no dense blocks; the few long rows of
     # its 1500 call for several warps each, or for HYB's block per long row.
-    assert scattered == general | {"csr_multiwarp", "csr_multiwarp_u16", "ell_hybrid"}
+    multiwarp = {"csr_multiwarp", "csr_multiwarp_u16", "csr_multiwarp_u16_padded"}
+    assert scattered == general | multiwarp | {"ell_hybrid"}
     assert banded >= general | {"ell", "dia"} and not {"csr_multiwarp", "ell_hybrid"} & banded
     assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"} and "ell_hybrid" not in blocks
     with pytest.raises(KeyError, match="ell_fill"):
@@ -270,6 +272,41 @@ def test_panels_split_long_rows_off_only_column_sorted_tiles_of_matrices_that_ha
     split = [p for p in kept if p["long_rows"]]
     assert len(kept) == 24 and len(split) == 8
     assert all(p["column_sorted"] == 1 for p in split)
+
+
+def test_rows_are_padded_only_where_they_differ_and_padding_at_most_doubles_the_entries():
+    padded = [family for family in FAMILIES.values() if family.name.endswith("_padded")]
+    assert {family.name for family in padded} == {
+        "csr_multiwarp_u16_padded",
+        "csr_shared_x_u16_padded",
+    }
+    pruned_layer = np.random.default_rng(0).binomial(4608, 0.1, size=512)  # 461 +- 20
+    one_long_row = np.append(np.full(511, 461), 1000)  # 2.2 slots per entry once padded
+    for family in padded:
+        grid = list(family.parameter_grid())
+        unpadded = FAMILIES[family.name.removesuffix("_padded")]
+        assert grid == list(unpadded.parameter_grid())
+        assert [family.fits(pruned_layer, p) for p in grid] == [
+            unpadded.fits(pruned_layer, p) for p in grid
+        ]
+        assert not any(family.fits(np.full(512, 461), p) for p in grid)  # already fixed
+        assert not any(family.fits(one_long_row, p) for p in grid)
+
+
+def test_padded_rows_bake_the_longest_row_and_read_row_ptr_only_unbaked():
+    family, params = (
+        FAMILIES["csr_multiwarp_u16_padded"],
+        {
+            "block_size": 256,
+            "loads_in_flight": 4,
+            "warps_per_row": 8,
+        },
+    )
+    baked = family.render(params, MatrixConstants.from_matrix(skewed_matrix()))
+    plain = family.render(params)
+    assert "params: pad_rows=1" in baked and "params: pad_rows=1" in plain
+    assert "kRowLength = 1300;" in baked and "row_ptr[" not in baked
+    assert "row_ptr[row]" in plain
 
 
 def widest_staged_x_matrix(seed: int = 3) -> sp.csr_matrix:
@@ -399,25 +436,27 @@ def test_every_variant_is_correct_on_the_gpu():
         ("csr_shared_x_u16", widest_staged_x_matrix),
         # every column index a 16-bit index can hold, long and empty rows
         ("csr_multiwarp_u16", widest_u16_matrix),
+        ("csr_multiwarp_u16_padded", widest_u16_matrix),
+        ("csr_shared_x_u16_padded", widest_staged_x_matrix),
     ],
 )
 def test_family_is_correct_on_the_structure_it_is_for(family, make_matrix):
-    """Every plain variant of `family` on a matrix at the edge of what it was built for."""
+    """Every variant of `family` on a matrix at the edge of what it was built for, plain
+    and baked with the matrix's constants."""
     from sparserl.harness import Harness, Verdict
 
-    chosen = [v for v in ALL_VARIANTS if v.family == family and v.constants is None]
+    A = make_matrix()
+    grid = list(FAMILIES[family].parameter_grid())
+    chosen = [KernelVariant(family, p) for p in grid]
+    chosen += [KernelVariant(family, p, MatrixConstants.from_matrix(A)) for p in grid]
     with Harness(seed=0) as harness:
-        results = harness.evaluate_many(
-            [v.source() for v in chosen], make_matrix(), "spmv", None, time=False
-        )
+        results = harness.evaluate_many([v.source() for v in chosen], A, "spmv", None, time=False)
     failures = [
         f"{v.variant_id}: {r.verdict.value} {r.detail}"
         for v, r in zip(chosen, results, strict=True)
         if r.verdict is not Verdict.CORRECT
     ]
-    assert len(chosen) == len(list(FAMILIES[family].parameter_grid())) and not failures, "\n".join(
-        failures
-    )
+    assert grid and not failures, "\n".join(failures)
 
 
 @pytest.mark.gpu

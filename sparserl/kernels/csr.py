@@ -254,7 +254,10 @@ def render_csr_merge(params: dict[str, int], constants: MatrixConstants) -> str:
 
 
 def render_csr_multiwarp(
-    params: dict[str, int], constants: MatrixConstants, format: str = "csr"
+    params: dict[str, int],
+    constants: MatrixConstants,
+    format: str = "csr",
+    format_params: str = "-",
 ) -> str:
     block_size, warps_per_row = params["block_size"], params["warps_per_row"]
     rows_per_block = block_size // (warps_per_row * WARP_SIZE)
@@ -298,10 +301,11 @@ def render_csr_multiwarp(
         header=header(
             op="spmv",
             format=format,
+            params=format_params,
             grid=f"ceil_div(m, {rows_per_block})",
             block=block_size,
         ),
-        strategy=strategy_for(CSR_MULTIWARP, format),
+        strategy=strategy_for(CSR_MULTIWARP, format, format_params),
         preamble=preamble,
         signature=entry_signature("spmv", format, block_size),
         body=body,
@@ -312,11 +316,20 @@ SHORT_COLUMNS_NOTE = (
     f"Column indices are stored in 16 bits (format csr_u16, n <= {MAX_U16_COLUMNS}): "
     "6 bytes per entry instead of 8."
 )
+PADDED_ROWS = "pad_rows=1"  # the format parameter of the padded-row variants
+PADDED_ROWS_NOTE = (
+    "Rows are padded to the longest one (pad_rows=1), so row r starts at r times the baked "
+    "width: no row_ptr load comes before a row's entry loads."
+)
+MAX_ROW_PADDING = 2.0  # stored slots per entry past which padded rows are not timed
 
 
-def strategy_for(family: KernelFamily, format: str) -> str:
-    """The family's strategy sentence, with the note on 16-bit columns for csr_u16."""
-    return family.strategy if format == "csr" else f"{family.strategy} {SHORT_COLUMNS_NOTE}"
+def strategy_for(family: KernelFamily, format: str, format_params: str = "-") -> str:
+    """The family's strategy sentence, with the notes on 16-bit columns (csr_u16) and on
+    padded rows (pad_rows=1)."""
+    notes = [SHORT_COLUMNS_NOTE] if format == "csr_u16" else []
+    notes += [PADDED_ROWS_NOTE] if format_params == PADDED_ROWS else []
+    return " ".join([family.strategy, *notes])
 
 
 def columns_fit_u16(features) -> bool:
@@ -335,6 +348,40 @@ def with_short_columns(family: KernelFamily, renderer) -> KernelFamily:
         strategy=strategy_for(family, "csr_u16"),
         renderer=partial(renderer, format="csr_u16"),
         predicate=lambda features: family.predicate(features) and columns_fit_u16(features),
+    )
+
+
+def padding_fits(row_lengths) -> bool:
+    """Padded rows are worth timing when rows differ in length (else the baked fixed row
+    length already skips row_ptr) and padding costs at most MAX_ROW_PADDING slots per entry."""
+    if not len(row_lengths) or row_lengths.min() == row_lengths.max():
+        return False
+    return len(row_lengths) * int(row_lengths.max()) <= MAX_ROW_PADDING * int(row_lengths.sum())
+
+
+def with_padded_rows(family: KernelFamily, renderer) -> KernelFamily:
+    """`family` (a CSR family with a batch of loads per lane) again over its format with
+    pad_rows=1, the longest row's length baked as the fixed row length. The entry loads
+    then start without waiting on row_ptr: one dependent memory trip fewer, which is most
+    of the time left on a latency-bound matrix (pruned DNN layers of 1e5-1e6 entries).
+    `renderer` is the family's renderer; it takes the format and its parameters as keywords.
+    Unbaked, the kernel reads row_ptr, which pad_rows=1 keeps right (r * width)."""
+
+    def render(params: dict[str, int], constants: MatrixConstants) -> str:
+        width = replace(constants, fixed_row_length=constants.max_row_length, max_row_length=None)
+        return renderer(params, width, format=family.format, format_params=PADDED_ROWS)
+
+    return replace(
+        family,
+        name=f"{family.name}_padded",
+        params=PADDED_ROWS,
+        strategy=f"{family.strategy} {PADDED_ROWS_NOTE}",
+        renderer=render,
+        bakes=tuple(name for name in family.bakes if name != "fixed_row_length")
+        + ("max_row_length",),
+        fits=lambda row_lengths, params: (
+            family.fits(row_lengths, params) and padding_fits(row_lengths)
+        ),
     )
 
 
@@ -444,5 +491,14 @@ CSR_MULTIWARP = KernelFamily(
 )
 
 CSR_MULTIWARP_U16 = with_short_columns(CSR_MULTIWARP, render_csr_multiwarp)
+CSR_MULTIWARP_U16_PADDED = with_padded_rows(CSR_MULTIWARP_U16, render_csr_multiwarp)
 
-FAMILIES = (CSR_SCALAR, CSR_VECTOR, CSR_ROWBLOCKS, CSR_MERGE, CSR_MULTIWARP, CSR_MULTIWARP_U16)
+FAMILIES = (
+    CSR_SCALAR,
+    CSR_VECTOR,
+    CSR_ROWBLOCKS,
+    CSR_MERGE,
+    CSR_MULTIWARP,
+    CSR_MULTIWARP_U16,
+    CSR_MULTIWARP_U16_PADDED,
+)

@@ -16,7 +16,12 @@ SuiteSparse matrices. csr_shared_x_u16 is the same over csr_u16 (16-bit column i
 from __future__ import annotations
 
 from sparserl.abi import array_type
-from sparserl.kernels.csr import lane_group_fits, strategy_for, with_short_columns
+from sparserl.kernels.csr import (
+    lane_group_fits,
+    strategy_for,
+    with_padded_rows,
+    with_short_columns,
+)
 from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
@@ -37,7 +42,10 @@ MAX_STAGED_COLUMNS = (SHARED_MEMORY_BUDGET - RESERVED_SHARED_BYTES) // 4  # floa
 
 
 def render_csr_shared_x(
-    params: dict[str, int], constants: MatrixConstants, format: str = "csr"
+    params: dict[str, int],
+    constants: MatrixConstants,
+    format: str = "csr",
+    format_params: str = "-",
 ) -> str:
     block_size, lanes = params["block_size"], params["threads_per_row"]
     warps_per_row = max(lanes // WARP_SIZE, 1)
@@ -133,11 +141,12 @@ def render_csr_shared_x(
         header=header(
             op="spmv",
             format=format,
+            params=format_params,
             grid=f"ceil_div(m, {block_size // lanes})",
             block=block_size,
             shared="4 * n",
         ),
-        strategy=strategy_for(CSR_SHARED_X, format),
+        strategy=strategy_for(CSR_SHARED_X, format, format_params),
         preamble=preamble,
         signature=entry_signature("spmv", format, block_size),
         body=body,
@@ -201,5 +210,6 @@ CSR_SHARED_X = KernelFamily(
 )
 
 CSR_SHARED_X_U16 = with_short_columns(CSR_SHARED_X, render_csr_shared_x)
+CSR_SHARED_X_U16_PADDED = with_padded_rows(CSR_SHARED_X_U16, render_csr_shared_x)
 
-FAMILIES = (CSR_SHARED_X, CSR_SHARED_X_U16)
+FAMILIES = (CSR_SHARED_X, CSR_SHARED_X_U16, CSR_SHARED_X_U16_PADDED)
