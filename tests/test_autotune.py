@@ -23,9 +23,9 @@ def hyb_widths(A) -> set[int]:
 
 
 def test_hyb_is_timed_only_at_widths_whose_long_rows_pad_little():
-    # 8 rows of 2,500 among rows of about 8: at width 32 only those 8 are long; at 16 and
-    # 8, rows of up to 30 entries join them and would be padded to 2,500.
-    assert hyb_widths(make("row_skewed", 100_000)) == {32}
+    # 8 rows of 2,500 among rows of at most 19: from width 20 on only those 8 are long; at
+    # 16 and 8, rows of 17 to 19 entries join them and would be padded to 2,500.
+    assert hyb_widths(make("row_skewed", 100_000)) == {20, 24, 32}
     # Long rows of 33 to 1,065 entries at every width: the padded slab would be mostly padding.
     assert hyb_widths(make("power_law", 100_000)) == set()
 

@@ -65,6 +65,19 @@ def block_matrix(seed: int = 1) -> sp.csr_matrix:
     return sp.csr_matrix(sp.kron(pattern, dense_block))[:1002, :998]
 
 
+def ragged_block_matrix(seed: int = 5) -> sp.csr_matrix:
+    """Dense 4x4 blocks over a 1002 x 998 matrix (both not multiples of 4), block rows of
+    0 to 250 blocks: every batch of loads meets block rows that end inside it."""
+    rng = np.random.default_rng(seed)
+    n_block_rows, n_block_cols = 251, 250
+    lengths = rng.integers(0, n_block_cols + 1, size=n_block_rows)
+    lengths[::9] = 0
+    rows = np.repeat(np.arange(n_block_rows), lengths)
+    cols = np.concatenate([rng.choice(n_block_cols, size=k, replace=False) for k in lengths])
+    pattern = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n_block_rows, n_block_cols))
+    return sp.csr_matrix(sp.kron(pattern, np.ones((4, 4))))[:1002, :998]
+
+
 def compile_all(sources: list[str]):
     with ThreadPoolExecutor(COMPILE_THREADS) as pool:
         return list(pool.map(compile_check, sources))
@@ -174,7 +187,8 @@ def test_applicability_prunes_by_structure():
     multiwarp = {"csr_multiwarp", "csr_multiwarp_u16", "csr_multiwarp_u16_padded"}
     assert scattered == general | multiwarp | {"ell_hybrid"}
     assert banded >= general | {"ell", "dia"} and not {"csr_multiwarp", "ell_hybrid"} & banded
-    assert blocks >= general | {"ell", "bsr_2x2", "bsr_4x4"} and "ell_hybrid" not in blocks
+    bsr = {"bsr_2x2", "bsr_4x4", "bsr_2x2_vector", "bsr_4x4_vector"}
+    assert blocks >= general | {"ell"} | bsr and "ell_hybrid" not in blocks
     with pytest.raises(KeyError, match="ell_fill"):
         FAMILIES["ell"].applicable({"n_rows": 10})
 
@@ -438,6 +452,9 @@ def test_every_variant_is_correct_on_the_gpu():
         ("csr_multiwarp_u16", widest_u16_matrix),
         ("csr_multiwarp_u16_padded", widest_u16_matrix),
         ("csr_shared_x_u16_padded", widest_staged_x_matrix),
+        # every batch length, empty block rows, a padded last block row and block column
+        ("bsr_2x2_vector", ragged_block_matrix),
+        ("bsr_4x4_vector", ragged_block_matrix),
     ],
 )
 def test_family_is_correct_on_the_structure_it_is_for(family, make_matrix):

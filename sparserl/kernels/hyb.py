@@ -30,7 +30,7 @@ from sparserl.kernels.render import (
     shuffle_fold,
 )
 
-ELL_WIDTHS = (8, 16, 32)  # the format's width: longer rows leave the slab
+ELL_WIDTHS = (8, 16, 20, 24, 32)  # the format's width: longer rows leave the slab
 LONG_ROW_FACTOR = 4  # the family is tried when the longest row is this many times the mean
 LONG_ROW_LOADS_IN_FLIGHT = 8  # (column, value) pairs a thread loads before reading x
 MAX_LONG_ROW = 8192  # a longer row keeps its one block busy for over four passes
@@ -151,7 +151,11 @@ ELL_HYBRID = KernelFamily(
     op="spmv",
     format="hyb",
     params="width=$width",
-    space={"width": ELL_WIDTHS, "threads_per_short_row": (1, 4), "block_size": (128, 256)},
+    space={
+        "width": ELL_WIDTHS,
+        "threads_per_short_row": (1, 4),
+        "block_size": (128, 256, 512),
+    },
     strategy="HYB: rows of at most `width` entries in a column-major ELL slab, 1 or 4 "
     "threads each with an unrolled loop; every longer row, padded to the longest, gets a "
     "block of its own that strides over it with batched loads and reduces through shared "
