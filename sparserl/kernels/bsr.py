@@ -258,36 +258,28 @@ def entries_cluster(features) -> bool:
     return feature(features, "block_2x2_fraction") >= MIN_FULL_2X2_FRACTION
 
 
-def bsr_family(block_rows: int, block_cols: int) -> KernelFamily:
+def bsr_family(block_rows: int, block_cols: int, *, vector: bool = False) -> KernelFamily:
+    """`bsr_RxC` (lanes walk whole blocks) or, with `vector`, `bsr_RxC_vector` (a lane per
+    row of a block)."""
+    if vector:
+        space = {"lanes_per_block_row": (8, 32, 128), "loads_in_flight": (2, 4, 6)}
+        strategy, renderer = VECTOR_STRATEGY, bsr_vector_renderer(block_rows, block_cols)
+    else:
+        space = {"lanes_per_block_row": (1, 8, 32)}
+        strategy, renderer = STRATEGY, bsr_renderer(block_rows, block_cols)
     return KernelFamily(
-        name=f"bsr_{block_rows}x{block_cols}",
+        name=f"bsr_{block_rows}x{block_cols}" + ("_vector" if vector else ""),
         op="spmv",
         format="bsr",
         params=f"block={block_rows}x{block_cols}",
-        space={"lanes_per_block_row": (1, 8, 32), "block_size": (128, 256)},
-        strategy=STRATEGY,
-        renderer=bsr_renderer(block_rows, block_cols),
+        space=space | {"block_size": (128, 256)},
+        strategy=strategy,
+        renderer=renderer,
         bakes=("m",),
         predicate=entries_cluster,
     )
 
 
-def bsr_vector_family(block_rows: int, block_cols: int) -> KernelFamily:
-    return KernelFamily(
-        name=f"bsr_{block_rows}x{block_cols}_vector",
-        op="spmv",
-        format="bsr",
-        params=f"block={block_rows}x{block_cols}",
-        space={
-            "lanes_per_block_row": (8, 32, 128),
-            "loads_in_flight": (2, 4, 6),
-            "block_size": (128, 256),
-        },
-        strategy=VECTOR_STRATEGY,
-        renderer=bsr_vector_renderer(block_rows, block_cols),
-        bakes=("m",),
-        predicate=entries_cluster,
-    )
-
-
-FAMILIES = (bsr_family(2, 2), bsr_family(4, 4), bsr_vector_family(2, 2), bsr_vector_family(4, 4))
+FAMILIES = tuple(
+    bsr_family(size, size, vector=vector) for vector in (False, True) for size in (2, 4)
+)
