@@ -8,8 +8,10 @@ shuffles.
 
 `bsr_RxC_vector`: each lane takes one row of a block at a time, as one float2 or float4
 load (and the matching C entries of x as another), so a warp's value loads are
-contiguous: the 32 lanes read 32 consecutive block rows-of-entries. Lane `l` always holds
-row `l % R` of its blocks; the lanes of one row are folded with shuffles at the end.
+contiguous: its 32 lanes read 32 consecutive rows of stored blocks (512 bytes of 4x4
+blocks). Lane `l` always holds row `l % R` of its blocks; the lanes of one row are folded
+with shuffles at the end. With 128 lanes a block row takes four warps, whose totals add
+up through shared memory: more warps in flight when block rows are few and long.
 
 Rows of the padded last block row past m are not written (the ABI's rule).
 """
