@@ -308,14 +308,8 @@ def test_rows_are_padded_only_where_they_differ_and_padding_at_most_doubles_the_
 
 
 def test_padded_rows_bake_the_longest_row_and_read_row_ptr_only_unbaked():
-    family, params = (
-        FAMILIES["csr_multiwarp_u16_padded"],
-        {
-            "block_size": 256,
-            "loads_in_flight": 4,
-            "warps_per_row": 8,
-        },
-    )
+    family = FAMILIES["csr_multiwarp_u16_padded"]
+    params = {"block_size": 256, "loads_in_flight": 4, "warps_per_row": 8}
     baked = family.render(params, MatrixConstants.from_matrix(skewed_matrix()))
     plain = family.render(params)
     assert "params: pad_rows=1" in baked and "params: pad_rows=1" in plain

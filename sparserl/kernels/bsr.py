@@ -21,6 +21,7 @@ from __future__ import annotations
 from sparserl.kernels.family import KernelFamily, MatrixConstants, feature
 from sparserl.kernels.render import (
     WARP_CONSTANTS,
+    WARP_SIZE,
     entry_signature,
     fill,
     header,
@@ -96,7 +97,6 @@ def bsr_renderer(block_rows: int, block_cols: int):
 
 
 VECTOR_TYPES = {2: ("float2", ("x", "y")), 4: ("float4", ("x", "y", "z", "w"))}
-WARP_SIZE = 32
 
 # A block row's lanes in one warp: the lanes of each row fold with shuffles.
 WARP_GROUP_FITS = 'static_assert(kWarpSize % kLanesPerBlockRow == 0, "a block row\'s lanes must not straddle warps");'
