@@ -122,7 +122,7 @@ def main() -> None:
         bandwidth = harness.copy_bandwidth_gbs()
         for ref, ops in tqdm(jobs, desc="matrices", disable=None):
             if args.budget_s and time.monotonic() - start > args.budget_s:
-                print(f"time budget reached; {len(done)} up-to-date records in {args.out}")
+                print(f"time budget reached; {tally(records, done, args.out)}")
                 break
             A = ref.load(shared)
             if not low <= A.nnz < high:
@@ -144,7 +144,13 @@ def main() -> None:
                            f"{best['speedup']:.2f}x ({time.monotonic() - started:.0f} s)")  # fmt: skip
                 done.add((ref, op, n_cols))
         else:
-            print(f"every job done; {len(done)} up-to-date records in {args.out}")
+            print(f"every job done; {tally(records, done, args.out)}")
+
+
+def tally(records: dict, done: set, out: Path) -> str:
+    """How many records the file holds and how many of them this run left up to date (the
+    others lie outside --nnz-range or were not reached)."""
+    return f"{len(records)} records in {out}, {len(done)} of them up to date"
 
 
 def serving(required, record: SFTRecord) -> list:
